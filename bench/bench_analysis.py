@@ -5,7 +5,7 @@ Run on demand (not a test):  .venv/bin/python bench/bench_analysis.py [--events 
 For each size it builds a TPU-shaped training capture (``xlaprof.synthetic.training_capture``:
 4 chips, 50 ops per step, a read every step, a recompile every 100 steps), then times, each in a
 fresh subprocess so that its peak RSS is its own:
-  xlaprof: Session.load + analyze + to_json + json.dumps
+  xlaprof: Session.load + analyze + the JSON report + json.dumps
   xprof:   xspace_to_tool_data([path], "trace_viewer", {})
 Wall time is the work alone (imports excluded); peak RSS is the whole child process's.
 Target (issue 3): at 1M events, xlaprof at most a tenth of xprof's time, with lower peak memory.
@@ -25,17 +25,17 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-SHAPE = dict(devices=4, ops_per_step=50, read_every=1, recompile_every=100)
 
 
 def _child(tool: str, path: str) -> dict:
     if tool == "xlaprof":
         from xlaprof.analysis import analyze
+        from xlaprof.report import analysis_json
         from xlaprof.session import Session
 
         start = time.perf_counter()
         session = Session.load(path)
-        out = json.dumps(analyze(session).to_json())
+        out = json.dumps(analysis_json(analyze(session)))
         events = session.event_count
     else:
         from xprof.convert import raw_to_tool_data
@@ -55,14 +55,13 @@ def _measure(tool: str, path: str) -> dict:
 
 
 def _capture(directory: str, target_events: int) -> tuple[str, int]:
-    from xlaprof.synthetic import training_capture, training_event_count
+    from tests.support.synthetic import bench_capture
 
-    per_step = training_event_count(steps=1000, **SHAPE) / 1000
-    steps = max(1, round(target_events / per_step))
+    data, events = bench_capture(target_events)
     path = os.path.join(directory, f"bench_{target_events}.xplane.pb")
     with open(path, "wb") as handle:
-        handle.write(training_capture(steps=steps, **SHAPE))
-    return path, training_event_count(steps=steps, **SHAPE)
+        handle.write(data)
+    return path, events
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 Run on demand (not a test):  .venv/bin/python bench/bench_dashboard.py [--events 1000000] [--runs 3]
 
-It builds a TPU-shaped training capture (``xlaprof.synthetic.training_capture``: 4 chips, 50 ops
+It builds a TPU-shaped training capture (``tests/support/synthetic.py``: 4 chips, 50 ops
 per step, a read every step, a recompile every 100 steps) of about ``--events`` events, starts the
 real dashboard (``python -m xlaprof dashboard``) on it, opens the session page once so that the
 analysis is cached (and times that cold first render), then opens it ``--runs`` times, each in a
@@ -13,31 +13,20 @@ cached.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.dashboard_harness import DashboardServer, chromium  # noqa: E402
+from bench.harness import bench_parser, temporary_bench_session  # noqa: E402
+from tests.support.dashboard_harness import DashboardServer, chromium  # noqa: E402
 
-SHAPE = dict(devices=4, ops_per_step=50, read_every=1, recompile_every=100)
 TARGET_S = 3.0
 FULL = ("document.querySelector('#findings .finding') && document.querySelector('#timeline .js-plotly-plot .bars')"
         " && document.querySelector('#gaps-table td') && document.querySelector('#steps-chart .scatterlayer .trace')")
-
-
-def _steps_for(events: int) -> int:
-    from xlaprof.synthetic import training_event_count
-
-    per_step = training_event_count(steps=1000, **SHAPE) / 1000
-    return max(1, round(events / per_step))
 
 
 def _render(url: str, profile: str, visits: int = 1) -> float:
@@ -81,20 +70,13 @@ def _zoom(url: str, profile: str) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000)
+    parser = bench_parser(__doc__)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    from xlaprof.synthetic import training_capture, training_event_count, write_session
-
-    with tempfile.TemporaryDirectory(prefix="xlaprof-bench-dash-") as tmp:
-        steps = _steps_for(args.events)
-        started = time.perf_counter()
-        capture = training_capture(steps=steps, **SHAPE)
-        write_session(os.path.join(tmp, "logdir"), "big", {"localhost_9012": capture})
-        print(f"capture: {training_event_count(steps=steps, **SHAPE):,} events, {steps} steps, "
-              f"{len(capture) / 2**20:.1f} MiB, built in {time.perf_counter() - started:.1f} s")
-        with DashboardServer(os.path.join(tmp, "logdir"), tmp) as server:
+    with temporary_bench_session(args.events) as bench:
+        tmp = bench.tmp
+        print(f"capture: {bench.events:,} events, {bench.size_bytes / 2**20:.1f} MiB, built in {bench.build_s:.1f} s")
+        with DashboardServer(bench.logdir, tmp) as server:
             url = server.url + "/session/big"
             cold = _render(url, os.path.join(tmp, "cold"))
             print(f"first render, analysis not cached (read + analyse + draw): {cold:.2f} s")

@@ -1,41 +1,34 @@
 """Load: 20 concurrent clients browsing a ~1,000,000-event session on the real dashboard.
 
-Run: ``.venv/bin/python bench/bench_dashboard_load.py [--clients 20] [--rounds 3]``. Starts the
+Run: ``.venv/bin/python bench/bench_dashboard_load.py [--events 1000000] [--clients 20] [--rounds 3]``. Starts the
 dashboard in a subprocess on loopback, warms the analysis cache with one visit, then has every
 client browse the session ``--rounds`` times at once (sessions page, session page, a zoom, a page
-of gaps: six requests, ``tests.dash_requests.browse``). Prints requests, errors, throughput,
+of gaps: six requests, ``tests.support.dash_requests.browse``). Prints requests, errors, throughput,
 latency percentiles and how many times the server read the session from disk.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.dash_requests import browse, live_callbacks  # noqa: E402
-from tests.dashboard_harness import DashboardServer  # noqa: E402
-from xlaprof.synthetic import training_capture, training_event_count, write_session  # noqa: E402
-
-SHAPE = dict(devices=4, ops_per_step=50, read_every=1, recompile_every=100)
-STEPS = 4608  # about 1,000,000 events with SHAPE
+from bench.harness import bench_parser, temporary_bench_session  # noqa: E402
+from tests.support.dash_requests import browse, live_callbacks  # noqa: E402
+from tests.support.dashboard_harness import DashboardServer  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="xlaprof-bench-load-") as tmp:
-        logdir = os.path.join(tmp, "logdir")
-        run_dir = write_session(logdir, "big", {"localhost_9012": training_capture(steps=STEPS, **SHAPE)})
-        print(f"session: {training_event_count(steps=STEPS, **SHAPE):,} events")
-        with DashboardServer(logdir, tmp, verbose=True) as server:
+    with temporary_bench_session(args.events) as bench:
+        print(f"session: {bench.events:,} events")
+        with DashboardServer(bench.logdir, bench.tmp, verbose=True) as server:
             callbacks = live_callbacks(server.url)
             started = time.perf_counter()
             browse(server.url, "big", callbacks, (1.0, 20.0))
@@ -48,7 +41,7 @@ def main() -> int:
             with ThreadPoolExecutor(args.clients) as pool:
                 results = [r for rs in pool.map(client, range(args.clients)) for r in rs]
             wall = time.perf_counter() - started
-            reads = server.output().count(f"reading session {run_dir}")
+            reads = server.output().count(f"reading session {bench.run_dir}")
     latencies = sorted(seconds for _, seconds in results)
     errors = sum(status != 200 for status, _ in results)
     pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731

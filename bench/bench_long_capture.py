@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.workers import REPO, DemoWorker  # noqa: E402
+from tests.support.workers import REPO, DemoWorker  # noqa: E402
 
 
 def measured(args: list[str]) -> tuple[float, float, str]:

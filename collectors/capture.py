@@ -25,10 +25,13 @@ from dataclasses import dataclass, field
 
 from collectors.native_output import native_output_to
 from collectors.session_writer import StagedSession
-from xlaprof import storage, vocabulary
 from xlaprof.errors import BadProfileError, CaptureError, MissingExtraError, XlaprofError
 from xlaprof.progress import progress_bar
-from xlaprof.worker_metrics import window_metrics
+from xlaprof.session import storage
+from xlaprof.session.layout import XPLANE_SUFFIX, debug_file_name
+from xlaprof.session.manifest import CaptureStatus, WorkerStatus
+from xlaprof.xspace import vocabulary
+from xlaprof.xspace.metrics import window_metrics
 
 ANSWER_GRACE_S = 30.0  # how long past the window a worker may take to send its profile
 RETRY_INTERVAL_S = 1.0  # pause before asking a worker that did not answer again
@@ -49,7 +52,7 @@ class WorkerAddress:
 @dataclass
 class WorkerResult:
     worker: WorkerAddress
-    status: str = "pending"  # "ok" or "failed"
+    status: WorkerStatus | None = None  # None while the capture is under way
     error: str | None = None
     file: str | None = None
     events: int = 0
@@ -60,7 +63,7 @@ class WorkerResult:
 
     def to_manifest(self) -> dict:
         return {"address": self.worker.address, "host": self.worker.host, "port": self.worker.port,
-                "status": self.status, "error": self.error, "file": self.file, "events": self.events,
+                "status": self.status.value if self.status else None, "error": self.error, "file": self.file, "events": self.events,
                 "metrics": self.metrics, "capture_s": round(self.seconds, 3), "attempts": self.attempts}
 
 
@@ -71,7 +74,7 @@ class CaptureResult:
 
     @property
     def complete(self) -> bool:
-        return all(w.status == "ok" for w in self.workers)
+        return all(w.status is WorkerStatus.OK for w in self.workers)
 
 
 def parse_workers(hosts: str, default_port: int) -> list[WorkerAddress]:
@@ -120,15 +123,15 @@ def _capture_one(trace, result: WorkerResult, scratch: str, duration_ms: int, at
                     raise
                 time.sleep(RETRY_INTERVAL_S)
         result.data = _read_scratch(scratch)
-        result.status = "ok"
+        result.status = WorkerStatus.OK
     except Exception as exc:  # each worker's failure is recorded, never raised across threads
-        result.status, result.error = "failed", _one_line(exc)
+        result.status, result.error = WorkerStatus.FAILED, _one_line(exc)
     finally:
         result.seconds = time.monotonic() - started
 
 
 def _read_scratch(scratch: str) -> bytes:
-    found = sorted(f for f in storage.find(scratch) if f.endswith(".xplane.pb"))
+    found = sorted(f for f in storage.find(scratch) if f.endswith(XPLANE_SUFFIX))
     if not found:
         raise CaptureError("the worker answered but sent no profile")
     return storage.read_bytes(found[-1])
@@ -160,17 +163,18 @@ def capture_session(workers: list[WorkerAddress], *, duration_s: float, logdir: 
         _run_concurrently(trace, results, scratch_root, staged, duration_s, attempts)
         _keep_captures(staged, results)
         storage.remove_tree(scratch_root)  # before commit: a remote scratch lives inside the staging dir
-        if not any(r.status == "ok" for r in results):
+        if not any(r.status is WorkerStatus.OK for r in results):
             raise CaptureError(_nothing_captured(results))
+        complete = all(r.status is WorkerStatus.OK for r in results)
         path = staged.commit({"kind": "capture", "duration_s": duration_s,
-                              "status": "complete" if all(r.status == "ok" for r in results) else "partial",
+                              "status": (CaptureStatus.COMPLETE if complete else CaptureStatus.PARTIAL).value,
                               "workers": [r.to_manifest() for r in results]})
     except BaseException:
         staged.discard()
         storage.remove_tree(scratch_root)
         raise
     for r in results:
-        if r.status != "ok":
+        if r.status is not WorkerStatus.OK:
             print(f"xlaprof: worker {r.worker.address} failed: {r.error}", file=sys.stderr)
     return CaptureResult(path, results)
 
@@ -189,7 +193,7 @@ def _run_concurrently(trace, results: list[WorkerResult], scratch_root: str, sta
         _wait_with_progress(threads, results, duration_s, terminal)
     for thread, result in zip(threads, results):
         if thread.is_alive():
-            result.status = "failed"
+            result.status = WorkerStatus.FAILED
             result.error = f"no answer within {duration_s + ANSWER_GRACE_S:.0f} s"
     if os.path.exists(log_path):
         with open(log_path, "rb") as handle:
@@ -208,9 +212,11 @@ def _wait_with_progress(threads, results, duration_s: float, terminal) -> None:
             time.sleep(0.1)
             elapsed = round(min(time.monotonic() - started, duration_s), 1)
             for bar, result in zip(bars, results):
-                bar.n = duration_s if result.status == "ok" else elapsed
-                state = {"pending": "recording" if result.attempts <= 1 else f"retry {result.attempts}"}
-                bar.set_postfix_str(state.get(result.status, result.status))
+                bar.n = duration_s if result.status is WorkerStatus.OK else elapsed
+                if result.status is None:
+                    bar.set_postfix_str("recording" if result.attempts <= 1 else f"retry {result.attempts}")
+                else:
+                    bar.set_postfix_str(result.status.value)
     finally:
         for bar in bars:
             bar.close()
@@ -218,12 +224,12 @@ def _wait_with_progress(threads, results, duration_s: float, terminal) -> None:
 
 def _keep_captures(staged: StagedSession, results: list[WorkerResult]) -> None:
     for result in results:
-        if result.status != "ok":
+        if result.status is not WorkerStatus.OK:
             continue
         try:
             result.file, space = staged.add_capture(result.worker.host, result.worker.port, result.data)
         except BadProfileError as exc:
-            result.status, result.error = "failed", f"unreadable profile: {exc}"
+            result.status, result.error = WorkerStatus.FAILED, f"unreadable profile: {exc}"
             continue
         finally:
             result.data = None
@@ -235,10 +241,10 @@ def _keep_captures(staged: StagedSession, results: list[WorkerResult]) -> None:
 
 def _copy_debug_file(staged: StagedSession, result: WorkerResult) -> None:
     """Keep the worker's PT_XLA_DEBUG_FILE beside its capture, where this machine can read it."""
-    path = ((result.metrics or {}).get("facts") or {}).get("pt_xla_debug_file")
-    if path and os.path.isfile(path) and result.worker.host in ("localhost", "127.0.0.1", "::1"):
+    path = ((result.metrics or {}).get("facts") or {}).get(vocabulary.FACT_DEBUG_FILE)
+    if path and os.path.isfile(path) and result.worker.host in LOCAL_HOSTS:
         with open(path, "rb") as handle:
-            staged.add_file(result.file.replace(".xplane.pb", ".pt_xla_debug.txt"), handle.read())
+            staged.add_file(debug_file_name(result.file), handle.read())
 
 
 def _nothing_captured(results: list[WorkerResult]) -> str:

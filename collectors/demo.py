@@ -1,10 +1,10 @@
-"""``xlaprof demo``: the whole path on the embedded CPU XLA device, for a first look.
+"""The worker side of ``xlaprof demo``: run the demo workload on the CPU XLA device and capture it.
 
-Contract: ``run_demo(logdir, duration_s, port, dashboard_port)`` starts ``collectors.demo_worker``
-in a subprocess (with ``PJRT_DEVICE=CPU`` and ``PT_XLA_DEBUG_LEVEL=2`` so compile causes are
-recorded), waits for it to be ready, captures it with the real capture client, stops it, prints
-the analysis report and the session path, then serves the dashboard on the logdir until Ctrl-C
-(unless ``dashboard_port`` is None). Returns the exit code.
+Contract: ``capture_demo(logdir, duration_s, port)`` starts ``collectors.demo_worker`` in a
+subprocess (with ``PJRT_DEVICE=CPU`` and ``PT_XLA_DEBUG_LEVEL=2`` so compile causes are
+recorded), waits for it to be ready, captures it with the real capture client, stops it, and
+returns the session directory. The CLI's ``demo`` command then analyses it and serves the
+dashboard (collectors never import the analyses or the dashboard).
 """
 from __future__ import annotations
 
@@ -67,15 +67,8 @@ def stop_worker(worker: subprocess.Popen) -> None:
             worker.wait()
 
 
-def run_demo(*, logdir: str, duration_s: float, port: int, dashboard_port: int | None) -> int:
-    from xlaprof.analysis import analyze
-    from xlaprof.report import render_text
-    from xlaprof.session import Session
-
-    if dashboard_port is not None:
-        from dashboard.server import check_port
-
-        check_port("127.0.0.1", dashboard_port)  # fail now, not after the capture
+def capture_demo(*, logdir: str, duration_s: float, port: int = 0) -> str:
+    """Start the demo worker, capture it as ``xlaprof capture`` would, stop it; the session path."""
     port = port or free_port()
     debug_file = os.path.join(tempfile.mkdtemp(prefix="xlaprof-demo-"), "pt_xla_debug.txt")
     _say(f"starting a training loop on the CPU XLA device, profiler port {port} "
@@ -84,19 +77,7 @@ def run_demo(*, logdir: str, duration_s: float, port: int, dashboard_port: int |
     try:
         wait_ready(worker)
         _say(f"worker ready; capturing {duration_s:g} s, as `xlaprof capture --port {port}` would")
-        result = capture_session([WorkerAddress("localhost", port)], duration_s=duration_s, logdir=logdir,
-                                 name="demo")
+        return capture_session([WorkerAddress("localhost", port)], duration_s=duration_s, logdir=logdir,
+                               name="demo").path
     finally:
         stop_worker(worker)
-    analysis = analyze(Session.load(result.path))
-    sys.stdout.write(render_text(analysis))
-    print(f"\nsession: {result.path}")
-    print(f"again with: xlaprof analyze {result.path}   (or --json)")
-    if dashboard_port is None:
-        return 0
-    from dashboard.server import serve
-
-    run = os.path.basename(result.path)
-    _say(f"serving the dashboard; open http://127.0.0.1:{dashboard_port}/session/{run} (Ctrl-C to stop)")
-    serve(logdir, port=dashboard_port)
-    return 0

@@ -12,11 +12,21 @@ import time
 
 from collectors import metrics_sampler, torch_xla_import
 from collectors.session_writer import StagedSession, host_name
-from xlaprof.worker_metrics import window_metrics
-from xlaprof import vocabulary
+from xlaprof.session.manifest import CaptureStatus, WorkerStatus
+from xlaprof.xspace import vocabulary
+from xlaprof.xspace.metrics import window_metrics
 
 
 class profile:  # noqa: N801 - used like a function
+    """Capture this process's own profile for the duration of a ``with`` block.
+
+    Args:
+        logdir: where the session goes (default ``xlaprof-logs``; local path or fsspec URL).
+        name: the run name (default a timestamp; never overwrites an existing run).
+    After the block, ``path`` is the session directory, ready for ``xlaprof analyze``.
+    Raises ``XlaprofError`` for a bad run name, ``MissingExtraError`` without torch_xla.
+    """
+
     def __init__(self, logdir: str = "xlaprof-logs", *, name: str | None = None) -> None:
         self.logdir = str(logdir)
         self.name = name
@@ -42,10 +52,10 @@ class profile:  # noqa: N801 - used like a function
             file_name, space = staged.add_capture(host, os.getpid(), data)
             metrics = window_metrics(space.plane(vocabulary.HOST_PLANE))
             worker = {"address": f"{host}:pid{os.getpid()}", "host": host, "port": os.getpid(),
-                      "file": file_name, "status": "ok", "error": None, "events": space.event_count,
+                      "file": file_name, "status": WorkerStatus.OK.value, "error": None, "events": space.event_count,
                       "metrics": metrics.to_json() if metrics else None}
             self.path = staged.commit({"kind": "in-process", "duration_s": time.time() - self._started,
-                                       "status": "complete", "workers": [worker]})
+                                       "status": CaptureStatus.COMPLETE.value, "workers": [worker]})
         except BaseException:
             staged.discard()
             raise

@@ -14,12 +14,13 @@ import logging
 import os
 import re
 import threading
+import time
 
 from collectors import torch_xla_import
+from xlaprof.xspace import vocabulary
 
 POLL_S = 0.05  # how soon a new capture gets its first snapshot
 INTERVAL_S = 0.25  # snapshot period while recording
-METRICS_EVENT = "xlaprof.metrics"
 # TraceMe metadata is encoded as "name#key=value,...#": keys must not contain these.
 _UNSAFE_KEY = re.compile(r"[#,=]")
 
@@ -41,26 +42,27 @@ def snapshot() -> dict[str, object]:
             stats[f"{name}.count"] = int(data[0])
             stats[f"{name}.total"] = float(data[1])
     stats = {k: v for k, v in stats.items() if not _UNSAFE_KEY.search(k)}
-    stats["torch_xla_version"] = torch_xla_import.version()
-    stats["pid"] = os.getpid()
+    stats[vocabulary.FACT_TORCH_XLA_VERSION] = torch_xla_import.version()
+    stats[vocabulary.FACT_PID] = os.getpid()
     if _ordinal is not None:
-        stats["ordinal"] = _ordinal
+        stats[vocabulary.FACT_ORDINAL] = _ordinal
     debug_file = os.environ.get("PT_XLA_DEBUG_FILE")
     if debug_file and not _UNSAFE_KEY.search(debug_file):
-        stats["pt_xla_debug_file"] = os.path.abspath(debug_file)
+        stats[vocabulary.FACT_DEBUG_FILE] = os.path.abspath(debug_file)
     return stats
 
 
 def emit() -> None:
     profiler = torch_xla_import.profiler()
-    profiler.TraceMe(METRICS_EVENT, **snapshot()).__exit__(None, None, None)
+    profiler.TraceMe(vocabulary.METRICS_EVENT, **snapshot()).__exit__(None, None, None)
 
 
-def _run(stop: threading.Event) -> None:
+def _run() -> None:
     profiler = torch_xla_import.profiler()
     recording = False
-    while not stop.wait(INTERVAL_S if recording else POLL_S):
-        recording = profiler.TraceMe.is_enabled(1)
+    while True:
+        time.sleep(INTERVAL_S if recording else POLL_S)
+        recording = profiler.TraceMe.is_enabled(vocabulary.USER_SPAN_LEVEL)
         if recording:
             try:
                 emit()
@@ -75,6 +77,5 @@ def ensure_sampler(ordinal: int | None = None) -> None:
             _ordinal = ordinal
         if _sampler is not None and _sampler.is_alive():
             return
-        stop = threading.Event()
-        _sampler = threading.Thread(target=_run, args=(stop,), name="xlaprof-metrics", daemon=True)
+        _sampler = threading.Thread(target=_run, name="xlaprof-metrics", daemon=True)
         _sampler.start()

@@ -58,14 +58,31 @@ def _port_is_free(port: int) -> bool:
     return False
 
 
-def free_port() -> int:
-    """A TCP port that is free on this machine right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def free_port(consecutive: int = 1) -> int:
+    """A TCP port that is free on this machine right now, with the ``consecutive - 1`` ports
+    after it free too (a base port for several local processes serving base + rank)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + consecutive <= 65536 and all(_port_is_free(base + k) for k in range(1, consecutive)):
+            return base
 
 
 def start_server(port: int = 9012, *, per_process: bool | None = None) -> int:
+    """Start torch_xla's profiler server in this process, for ``xlaprof capture --port PORT``.
+
+    Args:
+        port: the TCP port to serve (default 9012); 0 picks a free one.
+        per_process: serve ``port + local rank`` (for several processes per host under
+            ``torch_xla.launch``/``xmp.spawn``/torchrun). Default: on when the launcher's
+            environment says there are several local processes.
+    Returns the port served, also printed on stderr. Idempotent: a second call returns the
+    running server's port. Also starts the metrics sampler, which records torch_xla counters
+    into captures while one records (nothing runs while no capture records).
+    Raises ``XlaprofError`` for an invalid port, a port in use, or a different port while a
+    server already runs; ``MissingExtraError`` when torch_xla is not installed.
+    """
     global _server, _port
     ordinal = local_ordinal()
     if per_process is None:

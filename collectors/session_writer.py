@@ -13,9 +13,12 @@ import os
 import platform
 import time
 
-from xlaprof import __version__, storage
-from xlaprof.reader import XSpaceData, read_xspace
-from xlaprof.session import new_run_name, profile_root, worker_file_name, write_manifest
+from xlaprof import __version__
+from xlaprof.errors import XlaprofError
+from xlaprof.session import storage
+from xlaprof.session.layout import new_run_name, profile_root, staging_name, worker_file_name
+from xlaprof.session.manifest import write_manifest
+from xlaprof.xspace.reader import XSpaceData, read_xspace
 
 
 class StagedSession:
@@ -23,12 +26,10 @@ class StagedSession:
         try:
             self.run = new_run_name(logdir, name)
         except ValueError as exc:
-            from xlaprof.errors import XlaprofError
-
             raise XlaprofError(str(exc)) from None
         self.logdir = logdir
         self.final_path = storage.join(profile_root(logdir), self.run)
-        self.staging = storage.join(profile_root(logdir), f".{self.run}.partial")
+        self.staging = storage.join(profile_root(logdir), staging_name(self.run))
         storage.makedirs(self.staging)
         self.created_unix = time.time()
 

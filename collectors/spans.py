@@ -19,15 +19,14 @@ import sys
 import threading
 
 from collectors import torch_xla_import
-
-_ACTIVE_LEVEL = 1  # TraceMe level of user spans (the profiler records levels <= host_tracer_level)
+from xlaprof.xspace.vocabulary import SOURCE_STAT, STEP_NUM_STAT, STEP_ROOT_STAT, USER_SPAN_LEVEL
 
 
 def _open(name: str, source: str, meta: dict):
     profiler = torch_xla_import.profiler()
-    if not profiler.TraceMe.is_enabled(_ACTIVE_LEVEL):
+    if not profiler.TraceMe.is_enabled(USER_SPAN_LEVEL):
         return None
-    return profiler.TraceMe(name, source=source, **meta)
+    return profiler.TraceMe(name, **{SOURCE_STAT: source}, **meta)
 
 
 def _close(span) -> None:
@@ -36,7 +35,16 @@ def _close(span) -> None:
 
 
 class trace:  # noqa: N801 - lower case: it is used like a function, as a decorator
-    """A named span, as a decorator or a context manager. See the module docstring."""
+    """A named span in the profile, as ``@xlaprof.trace("fwd")`` or ``with xlaprof.trace("fwd"):``.
+
+    Args:
+        name: the span's name, shown in the timeline and in findings.
+        **meta: extra stats recorded on the span (numbers or short strings).
+    The span records its source ``file:line`` (of the ``with`` statement, or the decorated
+    function's first line). It never reads a tensor value and never syncs; syncs inside it are
+    fine, and spans nest. Outside a capture it costs a frame lookup and one check.
+    Raises ``MissingExtraError`` on first use when torch_xla is not installed.
+    """
 
     def __init__(self, name: str, **meta) -> None:
         self.name = str(name)
@@ -72,7 +80,14 @@ class trace:  # noqa: N801 - lower case: it is used like a function, as a decora
 
 
 class step:  # noqa: N801 - used like a function
-    """``with xlaprof.step(n):`` marks one training step. See the module docstring."""
+    """``with xlaprof.step(n):`` marks one step, the unit of the per-step breakdown.
+
+    Args:
+        n: the step number (aligns the steps of the workers of a pod).
+        name: the span's name (default ``"train_step"``; e.g. ``"infer_step"`` in inference).
+        **meta: extra stats recorded on the span.
+    Like ``trace``: records its source line, never syncs, may contain syncs.
+    """
 
     def __init__(self, n: int, name: str = "train_step", **meta) -> None:
         self.n = int(n)
@@ -83,7 +98,7 @@ class step:  # noqa: N801 - used like a function
     def __enter__(self) -> step:
         caller = sys._getframe(1)
         self._span = _open(self.name, f"{caller.f_code.co_filename}:{caller.f_lineno}",
-                           {"step_num": self.n, "_r": 1, **self.meta})
+                           {STEP_NUM_STAT: self.n, STEP_ROOT_STAT: 1, **self.meta})
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -18,7 +18,7 @@ from dash.exceptions import DependencyException
 from dashboard import components as ui
 from dashboard import pages_session, pages_sessions
 from dashboard.state import AppState
-from xlaprof.logdir_guard import printable
+from dashboard.views.logdir_guard import printable
 
 log = logging.getLogger("xlaprof")
 SESSION_PREFIX = "/session/"

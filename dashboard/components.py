@@ -11,11 +11,10 @@ from urllib.parse import quote
 
 from dash import dcc, html
 
-from xlaprof.findings import Finding
-from xlaprof.session_overview import Overview
-from xlaprof.timeline_view import format_us
-
 from dashboard.figures import COLORS
+from dashboard.views.overview import Overview
+from xlaprof.analysis.findings import Finding
+from xlaprof.units import format_duration
 
 TOP_FINDINGS = 10
 
@@ -50,7 +49,7 @@ def findings_list(findings: list[Finding]) -> html.Div:
             html.Div([
                 html.Span(f"#{rank}", className="finding-rank"),
                 html.Span(f.kind.replace("_", " "), className="badge", style={"background": colour}),
-                html.Span(format_us(f.lost_us) + " lost" if f.lost_us > 0 else "", className="finding-lost"),
+                html.Span(format_duration(f.lost_us) + " lost" if f.lost_us > 0 else "", className="finding-lost"),
                 html.Code(f.span or "(outside any span)", className="finding-span"),
                 html.Span(f.source or "source unknown", className="finding-source"),
             ], className="finding-head"),
@@ -65,15 +64,15 @@ def findings_list(findings: list[Finding]) -> html.Div:
 
 def device_card(ov: Overview) -> html.Div:
     return card("Device time",
-                stat("busy", format_us(ov.busy_us)), stat("idle", format_us(ov.idle_us)),
+                stat("busy", format_duration(ov.busy_us)), stat("idle", format_duration(ov.idle_us)),
                 stat("idle share", f"{100 * ov.idle_share:.1f}%"),
-                html.P(f"{ov.devices} device(s) on {ov.workers} worker(s), {format_us(ov.window_us)} window, "
+                html.P(f"{ov.devices} device(s) on {ov.workers} worker(s), {format_duration(ov.window_us)} window, "
                        f"{ov.events:,} events", className="muted"), class_name="card-device")
 
 
 def compiles_card(ov: Overview) -> html.Div:
     recompiled = [html.Li([html.Code(span), f": {n} different graphs"]) for span, n in ov.recompiled_spans.items()]
-    return card("Compiles", stat("compiles", str(ov.compiles)), stat("compile time", format_us(ov.compile_us)),
+    return card("Compiles", stat("compiles", str(ov.compiles)), stat("compile time", format_duration(ov.compile_us)),
                 html.P("Recompiled spans:" if recompiled else "No span compiled more than one graph.",
                        className="muted"),
                 html.Ul(recompiled) if recompiled else None, class_name="card-compiles")
@@ -82,8 +81,8 @@ def compiles_card(ov: Overview) -> html.Div:
 def reads_card(ov: Overview) -> html.Div:
     top = [html.Li([html.Code(span), f": {n}"]) for span, n in ov.read_top_spans]
     return card("TransferFromDevice", stat("blocking reads", str(ov.reads)),
-                stat("host blocked", format_us(ov.read_blocked_us)),
-                stat("transfer", format_us(ov.read_transfer_us)),
+                stat("host blocked", format_duration(ov.read_blocked_us)),
+                stat("transfer", format_duration(ov.read_transfer_us)),
                 html.P("Top spans:" if top else "No blocking reads.", className="muted"),
                 html.Ul(top) if top else None, class_name="card-reads")
 
@@ -99,15 +98,16 @@ def fallbacks_card(ov: Overview, has_metrics: bool) -> html.Div:
     return card("aten:: CPU fallbacks", body, class_name="card-fallbacks")
 
 
-def stragglers_list(stragglers: list[dict]) -> html.Div:
-    """The stragglers of ``xlaprof.worker_comparison.compare_workers``, with why they are slow."""
+def stragglers_list(stragglers: list[Straggler]) -> html.Div:
+    """The stragglers of a session (``WorkerComparison.stragglers``), with why they are slow."""
     if not stragglers:
         return html.P("No straggler: every worker's median step is within 10% of the typical one.",
                       className="muted", id="stragglers")
-    return html.Ul([html.Li([html.B(s["worker"]), f" is a straggler: its median step takes {s['median_step_us'] / 1000:.1f} ms, "
-                             f"{s['slower_by_us'] / 1000:.1f} ms more than the typical worker; its main idle cause "
-                             f"in steps is ", html.Code(s["main_cause"]),
-                             f" ({s['main_cause_us_per_step'] / 1000:.1f} ms of device time per step)."]) for s in stragglers],
+    return html.Ul([html.Li([html.B(s.worker), f" is a straggler: its median step takes "
+                             f"{format_duration(s.median_step_us)}, {format_duration(s.slower_by_us)} more than the "
+                             f"typical worker; its main idle cause in steps is ", html.Code(s.main_cause),
+                             f" ({format_duration(s.main_cause_us_per_step)} of device time per step)."])
+                    for s in stragglers],
                    id="stragglers")
 
 
@@ -118,7 +118,7 @@ def sessions_table(rows: list[dict]) -> html.Table:
         if row["error"]:
             figures = [html.Td(row["error"], colSpan=2, className="row-error")]
         else:
-            figures = [html.Td(format_us(row["duration_us"])), html.Td(f"{row['idle_pct']:.1f}%")]
+            figures = [html.Td(format_duration(row["duration_us"])), html.Td(f"{row['idle_pct']:.1f}%")]
         body.append(html.Tr([html.Td(dcc.Link(row["run"], href=session_href(row["run"]), className="session-link")),
                              html.Td(row["date"]), html.Td(str(row["workers"])), *figures]))
     return html.Table([html.Thead(head), html.Tbody(body)], id="sessions-table", className="table")

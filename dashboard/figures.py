@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from xlaprof.attribution import CAUSES
-from xlaprof.session_overview import Overview, StepSeries
-from xlaprof.timeline_view import AXIS_UNIT_US, CATEGORIES, TimelineView
+from dashboard.views.axis import AXIS_UNIT_US
+from dashboard.views.overview import Overview, StepSeries
+from dashboard.views.timeline import CATEGORIES, TimelineView
+from xlaprof.analysis.attribution import CAUSES
 
 COLORS = {
     "busy": "#2e7d32",

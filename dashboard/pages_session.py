@@ -18,13 +18,11 @@ from dash.exceptions import PreventUpdate
 from dashboard import components as ui
 from dashboard.figures import COLORS, idle_donut, step_chart, timeline_figure, worker_chart
 from dashboard.state import AppState
-from xlaprof.errors import XlaprofError
-from xlaprof.gap_table import gap_page, gap_range
-from xlaprof.logdir_guard import RunNotFoundError
-from xlaprof.session_overview import compile_rows, step_series, worker_rows
-from xlaprof.worker_comparison import compare_workers
-from xlaprof.timeline_view import (AXIS_UNIT_US, SessionTimeline, TimelineView, ViewConfig, parse_range_query,
-                                   parse_relayout, view)
+from dashboard.views.axis import AXIS_UNIT_US
+from dashboard.views.gap_table import gap_page, gap_range
+from dashboard.views.overview import compile_rows, step_series, worker_rows
+from dashboard.views.timeline import SessionTimeline, TimelineView, ViewConfig, parse_range_query, parse_relayout, view
+from xlaprof.errors import RunNotFoundError, XlaprofError
 
 # DataTable is deprecated in favour of dash-ag-grid, another dependency; it still does all we need.
 warnings.filterwarnings("ignore", message=r"\s*The dash_table.DataTable will be removed", category=DeprecationWarning)
@@ -109,7 +107,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                   else html.P("No step spans in this capture: wrap the loop body in xlaprof.step(n).",
                               className="muted")], className="section", id="steps-section"),
         html.Div([html.H2("Workers compared"), dcc.Graph(id="workers-chart", figure=figures["workers"]),
-                  ui.stragglers_list(compare_workers(analysis.workers)["stragglers"])],
+                  ui.stragglers_list(analysis.comparison.stragglers)],
                  className="section", id="workers-section") if figures["workers"] else None,
     ], id="session-page")
 

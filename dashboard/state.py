@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xlaprof.analysis_cache import AnalysisCache, CachedAnalysis
+from dashboard.views.analysis_cache import AnalysisCache, CachedAnalysis
+from dashboard.views.gap_table import GapColumns, gap_columns
+from dashboard.views.logdir_guard import resolve_run
+from dashboard.views.overview import Overview, overview, session_row
+from dashboard.views.timeline import SessionTimeline, ViewConfig, session_timeline
 from xlaprof.errors import XlaprofError
-from xlaprof.gap_table import GapColumns, gap_columns
-from xlaprof.logdir_guard import resolve_run
 from xlaprof.session import SessionSummary, list_sessions
-from xlaprof.session_overview import Overview, overview, session_row
-from xlaprof.timeline_view import SessionTimeline, ViewConfig, session_timeline
 
 
 @dataclass

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from tests.workers import DemoWorker, run_cli
+from tests.support.workers import DemoWorker, run_cli
 
 CAPTURE_SECONDS = "3"
 

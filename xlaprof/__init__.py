@@ -1,23 +1,36 @@
 """xlaprof: why is my TPU idle, and which line of my code is to blame?
 
-The public API. ``import xlaprof`` stays light (no torch): the collectors, which need torch_xla,
-are imported on first use of ``start_server``, ``trace``, ``step`` or ``profile``.
+The public API (see ``help(xlaprof.<name>)`` for each):
+
+In the training process (needs torch_xla, the ``worker`` extra):
+- ``start_server(port=9012)``: the profiler server that ``xlaprof capture`` pulls from.
+- ``trace(name, **meta)``: a named span, as ``@xlaprof.trace("fwd")`` or ``with xlaprof.trace("fwd"):``.
+- ``step(n, name="train_step")``: a step span, ``with xlaprof.step(n):``.
+- ``profile(logdir)``: capture this process in-process, ``with xlaprof.profile("logs") as run:``.
+
+Anywhere (no torch needed):
+- ``Session.load(path)``: a captured session, read from disk.
+- ``analyze(session)``: where the devices were idle and why (a ``SessionAnalysis``).
+
+``import xlaprof`` stays light: each name is imported on first use. The facade is the one place
+besides the CLI that reaches both the worker side (``collectors``) and the core.
 """
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
-__all__ = ["start_server", "trace", "step", "profile", "Session", "analyze", "__version__"]
+__all__ = ["start_server", "trace", "step", "profile", "Session", "analyze", "AnalysisConfig", "__version__"]
 
 if TYPE_CHECKING:
     from collectors import profile, start_server, step, trace
-    from xlaprof.analysis import analyze
+    from xlaprof.analysis import AnalysisConfig, analyze
     from xlaprof.session import Session
 
 _LAZY = {
     "start_server": "collectors", "trace": "collectors", "step": "collectors", "profile": "collectors",
-    "Session": "xlaprof.session", "analyze": "xlaprof.analysis",
+    "Session": "xlaprof.session", "analyze": "xlaprof.analysis", "AnalysisConfig": "xlaprof.analysis",
 }
 
 
@@ -25,8 +38,10 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'xlaprof' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

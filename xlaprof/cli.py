@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 
 from xlaprof import __version__
@@ -76,13 +77,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _analyze(args) -> int:
     from xlaprof.analysis import AnalysisConfig, analyze
-    from xlaprof.report import render_text
+    from xlaprof.report import analysis_json, render_text
     from xlaprof.session import Session
 
     session = Session.load(args.path, progress=True)
     result = analyze(session, AnalysisConfig(debug_file=args.debug_file))
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
+        json.dump(analysis_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(result, top=args.top))
@@ -106,10 +107,27 @@ def _dashboard(args) -> int:
 
 
 def _demo(args) -> int:
-    from collectors.demo import run_demo
+    from collectors.demo import capture_demo
+    from xlaprof.analysis import analyze
+    from xlaprof.report import render_text
+    from xlaprof.session import Session
 
-    return run_demo(logdir=args.logdir, duration_s=args.duration, port=args.port,
-                    dashboard_port=None if args.no_dashboard else args.dashboard_port)
+    if not args.no_dashboard:
+        from dashboard.server import check_port
+
+        check_port("127.0.0.1", args.dashboard_port)  # fail now, not after the capture
+    path = capture_demo(logdir=args.logdir, duration_s=args.duration, port=args.port)
+    sys.stdout.write(render_text(analyze(Session.load(path))))
+    print(f"\nsession: {path}")
+    print(f"again with: xlaprof analyze {path}   (or --json)")
+    if args.no_dashboard:
+        return EXIT_OK
+    from dashboard.server import serve
+
+    print(f"[demo] serving the dashboard; open http://127.0.0.1:{args.dashboard_port}/session/"
+          f"{os.path.basename(path)} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    serve(args.logdir, port=args.dashboard_port)
+    return EXIT_OK
 
 
 _COMMANDS = {"capture": _capture, "analyze": _analyze, "dashboard": _dashboard, "demo": _demo}

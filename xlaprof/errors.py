@@ -24,6 +24,14 @@ class CaptureError(XlaprofError):
     """A capture that produced nothing usable."""
 
 
+class SessionLoadError(XlaprofError):
+    """A session that could not be read or analysed (the dashboard shows it in the session's place)."""
+
+
+class RunNotFoundError(SessionNotFoundError):
+    """A session id from a request that names no session of this logdir."""
+
+
 class MissingExtraError(XlaprofError):
     """An optional dependency that a feature needs is not installed."""
 

@@ -1,14 +1,11 @@
-"""Progress display for work a person waits on, and the one ``xlaprof`` logger.
+"""Progress display for work a person waits on.
 
 Contract: ``progress_bar`` wraps an iterable (tqdm on stderr, silent when stderr is not a
-terminal unless forced); ``logger`` is ``logging.getLogger("xlaprof")``.
+terminal unless forced). Log messages go to the one logger, ``logging.getLogger("xlaprof")``.
 """
 from __future__ import annotations
 
-import logging
 import sys
-
-logger = logging.getLogger("xlaprof")
 
 
 def progress_bar(iterable=None, *, desc: str, total: float | None = None, unit: str = "it",

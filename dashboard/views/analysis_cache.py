@@ -1,0 +1,144 @@
+"""A bounded, thread-safe cache of session analyses, keyed on the identity of the session's files.
+
+Contract:
+- ``file_identity(run_dir)`` is the sorted tuple of ``(name, size, mtime_ns)`` of the run
+  directory's files (dot-files, which are staged writes, excluded), from ``stat`` alone: it never
+  reads a capture. A rewritten, added or removed file changes it.
+- ``AnalysisCache.get(run_dir)`` returns a ``CachedAnalysis``. While the identity is unchanged it
+  is served from memory; otherwise the session is read and analysed once, however many requests
+  ask at the same moment (one lock per run directory). At most ``max_sessions`` analyses are kept,
+  least recently used evicted first.
+- A session that cannot be loaded raises ``SessionLoadError`` with one clear line; the failure is
+  cached under the same identity, so a broken capture is not re-read per request either.
+- A session whose capture files add up to more than ``max_session_bytes`` is refused unread.
+- ``CachedAnalysis.derived(key, build)`` memoizes data derived from the analysis (timeline lanes,
+  table columns) for the entry's lifetime. ``AnalysisCache.remember(run_dir, key, build)`` keeps
+  small derived values (a sessions-list row) beyond eviction, while the identity holds.
+- ``loads`` counts the sessions read from disk, and each read is logged at INFO ("reading
+  session <dir>", shown by ``xlaprof -v dashboard``): the tests and the load benchmark check it.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlaprof.analysis import SessionAnalysis, analyze
+from xlaprof.errors import SessionLoadError, XlaprofError
+from xlaprof.session import XPLANE_SUFFIX, Session, storage
+
+log = logging.getLogger("xlaprof")
+
+Identity = tuple[tuple[str, int, int], ...]
+DEFAULT_MAX_SESSIONS = 4
+DEFAULT_MAX_SESSION_BYTES = 4 << 30  # 4 GiB of capture files: far above a normal capture
+
+
+def file_identity(run_dir: str) -> Identity:
+    if storage.is_url(run_dir):
+        # Remote stores give no cheap size here; the modification time still marks a rewrite.
+        return tuple((name, -1, int(storage.mtime(storage.join(run_dir, name)) * 1e9))
+                     for name in storage.listdir(run_dir) if not name.startswith("."))
+    try:
+        entries = [(e.name, e.stat()) for e in os.scandir(run_dir) if not e.name.startswith(".")]
+    except OSError:
+        return ()
+    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in entries))
+
+
+@dataclass
+class CachedAnalysis:
+    run_dir: str
+    identity: Identity
+    analysis: SessionAnalysis | None
+    error: str | None = None
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def derived(self, key: str, build: Callable[[SessionAnalysis], Any]) -> Any:
+        """``build(analysis)``, computed once per entry."""
+        with self._lock:
+            if key not in self._derived:
+                self._derived[key] = build(self.analysis)
+            return self._derived[key]
+
+
+class AnalysisCache:
+    def __init__(self, max_sessions: int = DEFAULT_MAX_SESSIONS,
+                 max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> None:
+        self.max_sessions = max(1, int(max_sessions))
+        self.max_session_bytes = int(max_session_bytes)
+        self.loads = 0
+        self._entries: OrderedDict[str, CachedAnalysis] = OrderedDict()
+        self._small: dict[tuple[str, str], tuple[Identity, Any]] = {}
+        self._lock = threading.Lock()
+        self._run_locks: dict[str, threading.Lock] = {}
+
+    def get(self, run_dir: str) -> CachedAnalysis:
+        """The analysis of ``run_dir``; ``SessionLoadError`` when it cannot be had."""
+        identity = file_identity(run_dir)
+        entry = self._lookup(run_dir, identity)
+        if entry is None:
+            with self._run_lock(run_dir):
+                # Another request may have loaded it while this one waited.
+                entry = self._lookup(run_dir, identity)
+                if entry is None:
+                    entry = self._load(run_dir, identity)
+                    self._store(entry)
+        if entry.error is not None:
+            raise SessionLoadError(entry.error)
+        return entry
+
+    def remember(self, run_dir: str, key: str, build: Callable[[CachedAnalysis], Any]) -> Any:
+        """A small value derived from the analysis, kept while the files are unchanged."""
+        identity = file_identity(run_dir)
+        with self._lock:
+            hit = self._small.get((run_dir, key))
+        if hit is not None and hit[0] == identity:
+            return hit[1]
+        value = build(self.get(run_dir))
+        with self._lock:
+            self._small[(run_dir, key)] = (identity, value)
+        return value
+
+    def _lookup(self, run_dir: str, identity: Identity) -> CachedAnalysis | None:
+        with self._lock:
+            entry = self._entries.get(run_dir)
+            if entry is None or entry.identity != identity:
+                return None
+            self._entries.move_to_end(run_dir)
+            return entry
+
+    def _store(self, entry: CachedAnalysis) -> None:
+        with self._lock:
+            self._entries[entry.run_dir] = entry
+            self._entries.move_to_end(entry.run_dir)
+            while len(self._entries) > self.max_sessions:
+                self._entries.popitem(last=False)
+
+    def _run_lock(self, run_dir: str) -> threading.Lock:
+        with self._lock:
+            return self._run_locks.setdefault(run_dir, threading.Lock())
+
+    def _load(self, run_dir: str, identity: Identity) -> CachedAnalysis:
+        with self._lock:
+            self.loads += 1
+        log.info("reading session %s", run_dir)
+        size = sum(s for name, s, _ in identity if name.endswith(XPLANE_SUFFIX) and s > 0)
+        if size > self.max_session_bytes:
+            return CachedAnalysis(run_dir, identity, None, (
+                f"{run_dir}: the captures add up to {size / 2**20:.0f} MiB, more than the dashboard's "
+                f"limit of {self.max_session_bytes / 2**20:.0f} MiB; analyse it with 'xlaprof analyze'"))
+        try:
+            return CachedAnalysis(run_dir, identity, analyze(Session.load(run_dir)))
+        except XlaprofError as exc:
+            return CachedAnalysis(run_dir, identity, None, str(exc))
+        except Exception as exc:  # a bug in xlaprof must cost one session, not the dashboard
+            log.exception("analysing %s failed", run_dir)
+            return CachedAnalysis(run_dir, identity, None,
+                                  f"{run_dir}: xlaprof failed to analyse this session "
+                                  f"({type(exc).__name__}: {exc}); please report it")

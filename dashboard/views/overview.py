@@ -1,0 +1,132 @@
+"""The numbers a session page and the sessions list show, read off an analysis; no plotting.
+
+Contract (times in microseconds of device time summed over devices, like the JSON report):
+- ``overview(analysis)``: busy/idle totals, idle by cause, compiles (count, time, recompiled
+  spans), blocking reads (count, transfer and blocked time, top spans), ``aten::`` CPU fallbacks.
+  It never builds a row per gap (the JSON report does), so it is cheap on any capture.
+- ``compile_rows(analysis)``: one row per compile, start on the session axis of ``timeline_view``.
+- ``step_series(analysis)``: per step number, busy and idle-by-cause time summed over workers;
+  beyond ``max_bars`` steps, the mean step of each run of ``group`` consecutive steps.
+- ``worker_rows(analysis)``: one row per worker, to compare workers of one session.
+- ``session_row(summary, analysis)``: a sessions-list row (date, workers, duration, idle share).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
+from xlaprof.analysis import SessionAnalysis
+from xlaprof.analysis.attribution import CAUSES
+from xlaprof.session import SessionSummary
+
+TOP_SPANS = 5
+MAX_STEP_BARS = 300  # steps drawn one by one; more are grouped
+
+
+@dataclass
+class Overview:
+    busy_us: float
+    idle_us: float
+    idle_by_cause_us: dict[str, float]
+    compiles: int
+    compile_us: float
+    recompiled_spans: dict[str, int]  # span -> distinct graphs compiled in it
+    reads: int
+    read_transfer_us: float
+    read_blocked_us: float
+    read_top_spans: list[tuple[str, int]]
+    fallbacks: dict[str, float]  # aten op -> CPU fallbacks in the window
+    workers: int
+    devices: int
+    window_us: float
+    events: int
+
+    @property
+    def idle_share(self) -> float:
+        total = self.busy_us + self.idle_us
+        return self.idle_us / total if total > 0 else 0.0
+
+
+def overview(analysis: SessionAnalysis) -> Overview:
+    reads, compiles = analysis.reads, analysis.compiles
+    return Overview(
+        busy_us=analysis.busy_us,
+        idle_us=analysis.idle_us,
+        idle_by_cause_us=analysis.idle_by_cause,
+        compiles=compiles.count,
+        compile_us=compiles.total_us,
+        recompiled_spans=dict(compiles.recompiled_spans),
+        reads=reads.count,
+        read_transfer_us=reads.total_us,
+        read_blocked_us=reads.blocked_us,
+        read_top_spans=list(reads.by_span.items())[:TOP_SPANS],
+        fallbacks=analysis.fallbacks,
+        workers=len(analysis.workers),
+        devices=sum(len(w.devices) for w in analysis.workers),
+        window_us=analysis.window_us,
+        events=analysis.session.event_count,
+    )
+
+
+def compile_rows(analysis: SessionAnalysis) -> list[dict]:
+    rows = []
+    for w, offset in zip(analysis.workers, worker_offsets(analysis)):
+        for r in w.compiles:
+            rows.append({"worker": w.worker.label, "start_ms": round((r.start_us + offset) / AXIS_UNIT_US, 3),
+                         "dur_ms": round(r.dur_us / AXIS_UNIT_US, 3), "span": r.span or "",
+                         "source": r.source or "", "graph_hash": r.graph_hash or "",
+                         "cause": r.cause or "", "trigger": r.trigger or ""})
+    return sorted(rows, key=lambda row: row["start_ms"])
+
+
+@dataclass
+class StepSeries:
+    step: np.ndarray  # int64: the step number (the first step of each group), ascending
+    busy_us: np.ndarray  # float64 per step, summed over devices and workers
+    idle_us: dict[str, np.ndarray]  # cause -> float64 per step
+    group: int = 1  # steps per entry: above max_bars steps, entries are means over consecutive steps
+
+
+def step_series(analysis: SessionAnalysis, max_bars: int = MAX_STEP_BARS) -> StepSeries:
+    tables = [w.steps for w in analysis.workers if len(w.steps)]
+    if not tables:
+        return StepSeries(np.zeros(0, np.int64), np.zeros(0), {c.value: np.zeros(0) for c in CAUSES})
+    numbers = np.concatenate([t.step for t in tables])
+    steps, which = np.unique(numbers, return_inverse=True)
+    busy = np.bincount(which, weights=np.concatenate([t.busy_us for t in tables]), minlength=steps.size)
+    idle = np.concatenate([t.idle_us for t in tables])
+    by_cause = {c.value: np.bincount(which, weights=idle[:, k], minlength=steps.size) for k, c in enumerate(CAUSES)}
+    group = -(-steps.size // max(max_bars, 1))
+    if group == 1:
+        return StepSeries(steps, busy, by_cause)
+    # Thousands of bars are unreadable and slow to draw: show the mean step of each run of steps.
+    first = np.arange(0, steps.size, group)
+    counts = np.diff(np.append(first, steps.size))
+    mean = lambda v: np.add.reduceat(v, first) / counts  # noqa: E731
+    return StepSeries(steps[first], mean(busy), {c: mean(v) for c, v in by_cause.items()}, int(group))
+
+
+def worker_rows(analysis: SessionAnalysis) -> list[dict]:
+    rows = []
+    for w in analysis.workers:
+        busy, idle = w.busy_us, w.idle_us
+        wall = w.steps.wall_us
+        row = {"worker": w.worker.label, "devices": len(w.devices), "busy_ms": busy / AXIS_UNIT_US,
+               "idle_ms": idle / AXIS_UNIT_US, "idle_pct": 100 * idle / (busy + idle) if busy + idle else 0.0,
+               "steps": len(w.steps), "mean_step_ms": float(wall.mean()) / AXIS_UNIT_US if wall.size else 0.0}
+        row.update({f"{cause}_ms": us / AXIS_UNIT_US for cause, us in w.pieces.idle_by_cause().items()})
+        rows.append(row)
+    return rows
+
+
+def session_row(summary: SessionSummary, analysis: SessionAnalysis | None, error: str | None = None) -> dict:
+    """A sessions-list row; ``analysis`` None (with ``error``) for a session that failed to load."""
+    row = {"run": summary.run, "date": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary.created_unix)),
+           "workers": len(summary.workers), "duration_us": None, "idle_pct": None, "error": error}
+    if analysis is not None:
+        ov = overview(analysis)
+        row.update(workers=ov.workers, duration_us=ov.window_us, idle_pct=100 * ov.idle_share)
+    return row

@@ -1,0 +1,134 @@
+"""The worker-side API in real torch_xla processes on the CPU device: spans, steps, profile,
+start_server. Each test runs its own Python process, as a user's script would."""
+from __future__ import annotations
+
+import json
+import socket
+import textwrap
+
+import pytest
+
+from tests.support.workers import run_python
+from xlaprof.session import Session
+
+pytestmark = pytest.mark.torch_xla
+
+SPAN_SCRIPT = textwrap.dedent('''
+    import json, sys, torch, torch_xla, xlaprof
+    dev = torch_xla.device()
+
+    @xlaprof.trace("outer_fn")
+    def outer(x):
+        with xlaprof.trace("inner", tag="a", level=3):
+            y = x * 2
+            torch_xla.sync()  # a sync inside nested spans must work
+        return y
+
+    with xlaprof.profile(sys.argv[1], name="inproc") as run:
+        for i in range(3):
+            with xlaprof.step(i):
+                outer(torch.ones(4, device=dev))
+                torch_xla.sync()
+    print(json.dumps({"path": run.path}))
+''')
+
+
+def _lines_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def _run_script(tmp_path, name: str, text: str) -> dict:
+    """Run ``text`` as the script ``name`` with a logdir argument, as a user would; its last
+    stdout line is JSON."""
+    script = tmp_path / name
+    script.write_text(text)
+    result = run_python(f"import runpy, sys; sys.argv = [{name!r}, {str(tmp_path / 'logs')!r}]; "
+                        f"runpy.run_path({str(script)!r}, run_name='__main__')")
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_spans_steps_and_profile_record_names_sources_and_nesting(tmp_path):
+    session = Session.load(_run_script(tmp_path, "train.py", SPAN_SCRIPT)["path"])
+    script = tmp_path / "train.py"
+    assert session.manifest["status"] == "complete" and session.manifest["kind"] == "in-process"
+    from xlaprof.analysis.span_index import SpanIndex
+
+    spans = SpanIndex.from_plane(session.workers[0].space.plane("/host:CPU"))
+    by_name = {}
+    for i, name in enumerate(spans.name):
+        by_name.setdefault(name, []).append(i)
+    assert len(by_name["train_step"]) == 3 and sorted(spans.step[by_name["train_step"]]) == [0, 1, 2]
+    assert len(by_name["outer_fn"]) == 3 and len(by_name["inner"]) == 3
+    text = SPAN_SCRIPT
+    decorator_line = _lines_of(text, '@xlaprof.trace("outer_fn")')
+    assert spans.source[by_name["outer_fn"][0]] == f"{script}:{decorator_line}"
+    inner_line = _lines_of(text, 'xlaprof.trace("inner"')
+    assert spans.source[by_name["inner"][0]] == f"{script}:{inner_line}"
+    assert spans.source[by_name["train_step"][0]] == f"{script}:{_lines_of(text, 'xlaprof.step(i)')}"
+    for i in by_name["inner"]:  # inner in outer_fn in the step
+        outer = spans.parent[i]
+        assert spans.name[outer] == "outer_fn" and spans.name[spans.parent[outer]] == "train_step"
+    # the metrics sampler left snapshots in the window
+    assert session.workers[0].manifest["metrics"]["snapshots"] >= 2
+
+
+NO_SYNC_SCRIPT = textwrap.dedent('''
+    import contextlib, json, sys, torch, torch_xla, xlaprof
+    import torch_xla.debug.metrics as met
+    dev = torch_xla.device()
+    x = torch.randn(16, 16, device=dev)
+
+    def counts():
+        data = met.metric_data("TransferFromDeviceTime")
+        return (data[0] if data else 0), met.counter_value("MarkStep") or 0
+
+    def loop(spans):
+        span = (lambda name: xlaprof.trace(name)) if spans else (lambda name: contextlib.nullcontext())
+        before = counts()
+        for i in range(5):
+            with (xlaprof.step(i) if spans else contextlib.nullcontext()):
+                with span("fwd"):
+                    with span("inner"):
+                        y = (x @ x).relu().sum()
+                torch_xla.sync()
+        after = counts()
+        return [a - b for a, b in zip(after, before)]
+
+    with xlaprof.profile(sys.argv[1]):
+        plain, traced = loop(False), loop(True)
+    print(json.dumps({"plain": plain, "traced": traced}))
+''')
+
+
+def test_spans_add_no_device_transfer_and_no_mark_step(tmp_path):
+    counts = _run_script(tmp_path, "nosync.py", NO_SYNC_SCRIPT)
+    assert counts["plain"][1] == 5  # five syncs happened, so the counters are live
+    assert counts["traced"] == counts["plain"]
+
+
+def test_start_server_is_idempotent_and_names_a_taken_port():
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        code = textwrap.dedent(f'''
+            import xlaprof
+            from xlaprof.errors import XlaprofError
+            port = xlaprof.start_server(0)
+            assert xlaprof.start_server(port) == port and xlaprof.start_server(0) == port
+            try:
+                xlaprof.start_server(port + 1)
+            except XlaprofError as exc:
+                print("second:", exc)
+            import collectors.server as server
+            server._server = None  # as if in a fresh process, to try the taken port
+            try:
+                xlaprof.start_server({busy})
+            except XlaprofError as exc:
+                print("taken:", exc)
+        ''')
+        result = run_python(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "second: the profiler server already runs on port" in result.stdout
+    assert f"taken: port {busy} is already in use" in result.stdout

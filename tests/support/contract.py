@@ -1,0 +1,56 @@
+"""The keys of the ``xlaprof analyze --json`` contract, frozen from the report before the
+architecture change (issue 9), and the key paths of a report to compare them with.
+
+A path names a key from the top: ``compiles.by_span``; ``[]`` steps into a list's items and ``*``
+stands for the keys of a map (spans, workers, counters), which are data, not contract.
+"""
+from __future__ import annotations
+
+# Dicts whose keys are data (span names, worker labels, counter names).
+MAP_KEYS = frozenset({"by_span", "by_graph_hash", "recompiled_spans", "trigger_by_span", "steps", "metrics",
+                      "per_worker", "wall_us", "start_unix_ns", "delta", "last", "fallbacks", "facts"})
+
+_CAUSES = ("compile", "host_tracing", "transfer_from_device", "transfer_to_device", "unattributed")
+_STEP = ("busy_us", "name", "start_us", "step", "wall_us")
+CONTRACT_KEYS = frozenset(
+    ["session", "window_us", "device_busy_us", "device_idle_us", "errors", "event_count", "gaps_total"]
+    + ["workers"] + [f"workers[].{k}" for k in ("busy_us", "devices", "host", "idle_by_cause_us", "idle_us",
+                                                  "name", "status", "steps", "window_us")]
+    + [f"workers[].idle_by_cause_us.{c}" for c in _CAUSES]
+    + ["idle_by_cause_us"] + [f"idle_by_cause_us.{c}" for c in _CAUSES]
+    + ["compiles"] + [f"compiles.{k}" for k in ("by_graph_hash", "by_graph_hash.*", "by_span", "by_span.*", "count",
+                                               "recompiled_spans", "recompiled_spans.*", "total_us",
+                                               "trigger_by_span", "trigger_by_span.*", "trigger_by_span.*.cause",
+                                               "trigger_by_span.*.count", "trigger_by_span.*.trigger")]
+    + ["compile_events"] + [f"compile_events[].{k}" for k in ("cause", "dur_us", "graph_hash", "source", "span",
+                                                              "start_us", "trigger", "worker")]
+    + ["transfers_from_device"] + [f"transfers_from_device.{k}" for k in ("blocked_us", "by_span", "by_span.*",
+                                                                          "count", "total_us")]
+    + ["gaps"] + [f"gaps[].{k}" for k in ("at_capture_edge", "cause", "device", "dur_us", "source", "span",
+                                          "start_us", "worker")]
+    + ["findings"] + [f"findings[].{k}" for k in ("advice", "count", "detail", "kind", "lost_us", "source", "span")]
+    + ["execution_causes"] + [f"execution_causes[].{k}" for k in ("cause", "count", "frame", "worker")]
+    + ["steps", "steps.*"] + [f"steps.*[].{k}" for k in _STEP + ("idle_by_cause_us",)]
+    + [f"steps.*[].idle_by_cause_us.{c}" for c in _CAUSES]
+    + ["metrics", "metrics.*"] + [f"metrics.*.{k}" for k in ("delta", "delta.*", "facts", "facts.*", "fallbacks",
+                                                             "last", "last.*", "snapshots", "span_us")]
+    + ["per_worker", "per_worker.*"] + [f"per_worker.*.{k}" for k in ("busy_us", "idle_by_cause_us",
+                                                                       "median_step_us", "steps")]
+    + [f"per_worker.*.idle_by_cause_us.{c}" for c in _CAUSES]
+    + ["step_alignment"] + [f"step_alignment[].{k}" for k in ("start_unix_ns", "start_unix_ns.*", "step", "wall_us",
+                                                              "wall_us.*")]
+    + ["stragglers"] + [f"stragglers[].{k}" for k in ("main_cause", "main_cause_us_per_step", "median_step_us",
+                                                      "slower_by_us", "worker")])
+
+
+def key_paths(value, prefix: str = "") -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, dict):
+        is_map = prefix.rsplit(".", 1)[-1].rstrip("[]") in MAP_KEYS
+        for key, item in value.items():
+            path = f"{prefix}.{'*' if is_map else key}" if prefix else key
+            found |= {path} | key_paths(item, path)
+    elif isinstance(value, list):
+        for item in value:
+            found |= key_paths(item, prefix + "[]")
+    return found

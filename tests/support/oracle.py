@@ -1,0 +1,94 @@
+"""The reader's oracle: per-name event counts from xprof's trace viewer and from our reader.
+
+``xprof_event_counts(path)`` converts a capture with xprof (``xspace_to_tool_data(..., "trace_viewer")``)
+and ``xlaprof_event_counts(path)`` reads it with ``xlaprof.reader``; both return a ``Counter`` of
+``(plane, line, name, phase)``, where phase is ``"X"`` for complete events and ``"i"`` for instants.
+
+What xprof's conversion does, found on torch_xla 2.9 CPU captures and on TPU-shaped synthetic ones
+(xprof 2.x), and how the two sides are made comparable:
+- Events of zero duration become instant events (``ph == "i"``), all others complete events
+  (``ph == "X"``). Our side counts zero-duration events as ``"i"``, the rest as ``"X"``.
+- Host events that its step grouping takes as steps (torch_xla's root events, ``_r=1``, with a
+  ``step_num``) are renamed ``"<name> <step_num>"`` (also put in ``args.step_name``); the
+  suffix is removed again here.
+- A device plane's ``Steps`` line is rebuilt from its own step grouping (one event per group,
+  named by group id), so only its event count is compared, under the name ``STEPS_LINE``.
+- It adds ``ThreadpoolListener::Region`` complete events, one per ``StartRegion``/``StopRegion``
+  pair of instants, which are not in the capture; they are dropped from xprof's side (our side
+  must have none for the comparison to hold).
+- Metadata events (``ph == "M"``) name processes (planes) and threads (lines); nothing else.
+- Aggregated events (``num_occurrences`` instead of an offset) are drawn by xprof as complete
+  events at their line's start; our reader skips them. torch_xla captures hold none, so the
+  comparison is only meaningful for captures without them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from contextlib import contextmanager
+
+from xlaprof.xspace import vocabulary
+from xlaprof.session import Session
+
+STEPS_LINE = "<steps>"
+DERIVED = frozenset({"ThreadpoolListener::Region"})
+Key = tuple[str, str, str, str]  # (plane, line, name, phase)
+
+
+@contextmanager
+def _quiet_stderr():
+    """xprof's C++ code logs to file descriptor 2 directly; silence it for the call."""
+    saved = os.dup(2)
+    with open(os.devnull, "wb") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def xprof_trace(path: str) -> dict:
+    from xprof.convert import raw_to_tool_data
+
+    with _quiet_stderr():
+        data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], "trace_viewer", {})
+    return json.loads(data)
+
+
+def _is_steps_line(plane: str, line: str) -> bool:
+    return line == vocabulary.STEPS_LINE and bool(vocabulary.DEVICE_PLANE.match(plane))
+
+
+def xprof_event_counts(path: str) -> Counter[Key]:
+    events = xprof_trace(path)["traceEvents"]
+    planes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
+    lines = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e["name"] == "thread_name"}
+    counts: Counter[Key] = Counter()
+    for e in events:
+        phase = e.get("ph")
+        if phase not in ("X", "i") or e["name"] in DERIVED:
+            continue
+        plane, line, name = planes[e["pid"]], lines[(e["pid"], e["tid"])], e["name"]
+        args = e.get("args", {})
+        if _is_steps_line(plane, line):
+            name = STEPS_LINE
+        elif "step_num" in args and name == args.get("step_name"):
+            name = re.sub(rf" {re.escape(str(args['step_num']))}$", "", name)
+        counts[(plane, line, name, phase)] += 1
+    return counts
+
+
+def xlaprof_event_counts(path: str) -> Counter[Key]:
+    counts: Counter[Key] = Counter()
+    (worker,) = Session.load(str(path)).workers
+    for plane in worker.space.planes:
+        events = plane.events
+        for line_index, name_index, dur in zip(events.line.tolist(), events.name.tolist(), events.dur_us.tolist()):
+            line = plane.lines[line_index].name
+            name = STEPS_LINE if _is_steps_line(plane.name, line) else plane.names[name_index]
+            counts[(plane.name, line, name, "X" if dur > 0 else "i")] += 1
+    return counts

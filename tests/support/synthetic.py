@@ -1,0 +1,277 @@
+"""Synthetic XSpace captures with known content, for tests and benchmarks.
+
+Contract:
+- ``XSpaceBuilder`` builds an XSpace with our wire schema (``xspace_schema``): planes, lines,
+  events given by name, start and duration in **microseconds since the profile start**, and
+  stats given as keyword values (``str`` becomes a ``ref_value`` to an ``XStatMetadata`` named by
+  the string, as the profiler stores TraceMe kwargs; ``int`` an ``int64_value``; ``float`` a
+  ``double_value``; ``bytes`` a ``bytes_value``). ``task_environment`` adds the profile start/stop
+  plane that real captures carry. Line timestamps are written relative to the profile start, as
+  the profiler writes them, unless the builder is made with ``absolute_lines=True`` (then they
+  are ns since the epoch). ``space`` is the message itself, for tests that corrupt it.
+- ``training_capture(steps=..., devices=...)`` returns the bytes of a TPU-shaped training capture
+  (see ``TrainingShape``) whose event count grows linearly with ``steps``:
+  ``training_event_count`` gives it exactly, so a capture of any size can be asked for.
+- ``write_session(logdir, run, captures, manifest)`` lays captures out as a session
+  (``<logdir>/plugins/profile/<run>/<name>.xplane.pb`` + ``xlaprof.json``) and returns the run dir.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from xlaprof.session import profile_root, write_manifest
+from xlaprof.xspace import schema as xspace_schema
+from xlaprof.xspace import vocabulary
+from xlaprof.xspace.reader import PROFILE_START_STAT, PROFILE_STOP_STAT, TASK_ENVIRONMENT_PLANE
+
+# An arbitrary but realistic profile start: 2024-01-01, ns since the epoch.
+DEFAULT_START_NS = 1_704_067_200_000_000_000
+
+
+def _intern(ids: dict[str, int], metadata, name: str) -> int:
+    """The id of ``name`` in a plane's metadata map, adding an entry the first time."""
+    found = ids.get(name)
+    if found is None:
+        # Ids start at 1: the profiler reserves 0 for "no metadata".
+        found = ids[name] = len(ids) + 1
+        metadata[found].id = found
+        metadata[found].name = name
+    return found
+
+
+class PlaneBuilder:
+    """One XPlane: interns event and stat names into the plane's metadata maps."""
+
+    def __init__(self, plane, line_base_ns: int) -> None:
+        self.plane = plane
+        self._line_base_ns = line_base_ns
+        self._event_ids: dict[str, int] = {}
+        self._stat_ids: dict[str, int] = {}
+
+    def event_id(self, name: str) -> int:
+        return _intern(self._event_ids, self.plane.event_metadata, name)
+
+    def stat_id(self, name: str) -> int:
+        return _intern(self._stat_ids, self.plane.stat_metadata, name)
+
+    def set_stat(self, stat, key: str, value) -> None:
+        stat.metadata_id = self.stat_id(key)
+        if isinstance(value, str):
+            stat.ref_value = self.stat_id(value)
+        elif isinstance(value, bool | int):
+            stat.int64_value = int(value)
+        elif isinstance(value, float):
+            stat.double_value = value
+        elif isinstance(value, bytes):
+            stat.bytes_value = value
+        else:
+            raise TypeError(f"stat {key!r}: unsupported value type {type(value).__name__}")
+
+    def add_stat(self, key: str, value) -> None:
+        """A stat of the plane itself."""
+        self.set_stat(self.plane.stats.add(), key, value)
+
+    def line(self, name: str, *, line_id: int | None = None, offset_ns: int = 0) -> LineBuilder:
+        """A new line (thread); ``offset_ns`` places its timestamp after the profile start."""
+        line = self.plane.lines.add()
+        line.id = line_id if line_id is not None else len(self.plane.lines)
+        line.name = name
+        line.timestamp_ns = self._line_base_ns + offset_ns
+        return LineBuilder(self, line, offset_ns)
+
+
+class LineBuilder:
+    def __init__(self, plane: PlaneBuilder, line, offset_ns: int) -> None:
+        self.plane = plane
+        self.line = line
+        self._offset_ps = offset_ns * 1000
+
+    def event(self, name: str, start_us: float, dur_us: float, **stats) -> None:
+        event = self.line.events.add(metadata_id=self.plane.event_id(name),
+                                     offset_ps=round(start_us * 1e6) - self._offset_ps,
+                                     duration_ps=round(dur_us * 1e6))
+        for key, value in stats.items():
+            self.plane.set_stat(event.stats.add(), key, value)
+
+    def events(self, names: list[str], name_index: np.ndarray, start_us: np.ndarray,
+               dur_us: np.ndarray) -> None:
+        """Many stat-less events at once: ``names[name_index[i]]`` at ``start_us[i]``."""
+        ids = [self.plane.event_id(n) for n in names]
+        offsets = np.round(np.asarray(start_us) * 1e6).astype(np.int64) - self._offset_ps
+        durations = np.round(np.asarray(dur_us) * 1e6).astype(np.int64)
+        add = self.line.events.add
+        for k, offset, duration in zip(name_index.tolist(), offsets.tolist(), durations.tolist()):
+            add(metadata_id=ids[k], offset_ps=offset, duration_ps=duration)
+
+
+class XSpaceBuilder:
+    def __init__(self, *, start_ns: int = DEFAULT_START_NS, absolute_lines: bool = False,
+                 hostnames: tuple[str, ...] = ("synthetic",)) -> None:
+        self.space = xspace_schema.XSpace()
+        self.space.hostnames.extend(hostnames)
+        self.start_ns = start_ns
+        self._line_base_ns = start_ns if absolute_lines else 0
+
+    def plane(self, name: str) -> PlaneBuilder:
+        plane = self.space.planes.add()
+        plane.id = len(self.space.planes)
+        plane.name = name
+        return PlaneBuilder(plane, self._line_base_ns)
+
+    def task_environment(self, duration_us: float) -> None:
+        """The plane recording the profiled window [profile start, start + duration]."""
+        env = self.plane(TASK_ENVIRONMENT_PLANE)
+        env.add_stat(PROFILE_START_STAT, self.start_ns)
+        env.add_stat(PROFILE_STOP_STAT, self.start_ns + round(duration_us * 1e3))
+
+    def to_bytes(self) -> bytes:
+        return self.space.SerializeToString()
+
+
+@dataclass(frozen=True)
+class TrainingShape:
+    """Durations (us) of one synthetic training step; the host dispatches, devices execute."""
+
+    transfer_to_device_us: float = 30.0  # input batch copy at the step's start
+    forward_us: float = 400.0  # the user's forward span (Python + graph tracing)
+    step_marker_us: float = 100.0  # StepMarker > SyncTensorsGraph: cutting and dispatching the graph
+    compile_us: float = 5000.0  # XLAGraphExecutor::Compile, when the step compiles
+    module_us: float = 1500.0  # one XLA module execution per device per step
+    transfer_from_device_us: float = 20.0  # the copy after the barrier of a blocking read
+    jitter_us: float = 50.0  # uniform noise on module time, per device and step (seeded)
+
+
+HOST_EVENTS_PER_STEP = 5  # train_step, TransferToDevice, forward, StepMarker, SyncTensorsGraph
+READ_EVENTS = 4  # log_loss, SyncTensorsGraphInternal, TensorCollectionBarrier, TransferFromDevice
+COMPILE_EVENTS = 2  # XLAGraphExecutor::Compile > PjRtComputationClient::Compile
+OP_NAMES = [f"{kind}.{i}" for i in range(8) for kind in ("fusion", "convolution", "all-reduce", "copy")]
+
+
+def _compiles_at(step: int, recompile_every: int) -> bool:
+    return step == 0 or (recompile_every > 0 and step % recompile_every == 0)
+
+
+def training_event_count(*, steps: int, devices: int = 4, ops_per_step: int = 50, read_every: int = 1,
+                         recompile_every: int = 0) -> int:
+    """The exact number of timeline events ``training_capture`` makes with these arguments."""
+    host = steps * HOST_EVENTS_PER_STEP
+    host += READ_EVENTS * sum(1 for s in range(steps) if read_every > 0 and s % read_every == 0)
+    host += COMPILE_EVENTS * sum(1 for s in range(steps) if _compiles_at(s, recompile_every))
+    return host + steps * devices * (ops_per_step + 2)
+
+
+def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, read_every: int = 1,
+                     recompile_every: int = 0, seed: int = 0, shape: TrainingShape = TrainingShape()) -> bytes:
+    """A TPU-shaped capture of ``steps`` training steps on ``devices`` chips.
+
+    Host ``/host:CPU``, line ``python``, per step: ``train_step`` (step_num, source, _r=1) holding
+    ``TransferToDevice``, ``forward`` (source), ``StepMarker`` > ``SyncTensorsGraph`` (with
+    ``XLAGraphExecutor::Compile`` (graph_hash) > ``PjRtComputationClient::Compile`` on step 0 and
+    every ``recompile_every`` steps, each a new graph), and every ``read_every`` steps
+    ``log_loss`` (source) > ``SyncTensorsGraphInternal`` > ``TensorCollectionBarrier``, which waits
+    for the devices to finish the step, then ``TransferFromDevice``. Devices ``/device:TPU:N`` run one
+    module per step once it is dispatched and the previous one is done: ``XLA Modules`` (one event),
+    ``XLA Ops`` (``ops_per_step`` ops tiling the module), ``Steps`` (one event).
+    """
+    rng = np.random.default_rng(seed)
+    builder = XSpaceBuilder()
+    host = builder.plane(vocabulary.HOST_PLANE)
+    python = host.line("python", line_id=1)
+    tpus = [builder.plane(f"/device:TPU:{d}") for d in range(devices)]
+    modules = [tpu.line("XLA Modules", line_id=1) for tpu in tpus]
+    op_lines = [tpu.line("XLA Ops", line_id=2) for tpu in tpus]
+    step_lines = [tpu.line("Steps", line_id=3) for tpu in tpus]
+
+    jitter = rng.uniform(0.0, shape.jitter_us, size=(steps, devices))
+    # Module starts and durations per (step, device), filled as the host dispatches.
+    mod_start = np.zeros((steps, devices))
+    mod_dur = shape.module_us + jitter
+    device_free = np.zeros(devices)
+    graph = 0
+    t = 10.0
+    for step in range(steps):
+        step_start = t
+        t += 5.0
+        python.event("PjRtComputationClient::TransferToDevice", t, shape.transfer_to_device_us)
+        t += shape.transfer_to_device_us + 5.0
+        python.event("forward", t, shape.forward_us, source="train.py:42")
+        t += shape.forward_us + 5.0
+        marker = shape.step_marker_us
+        compiling = _compiles_at(step, recompile_every)
+        if compiling:
+            graph += 1
+            marker += shape.compile_us
+        python.event("StepMarker", t, marker)
+        python.event("SyncTensorsGraph", t + 2.0, marker - 4.0)
+        if compiling:
+            python.event("XLAGraphExecutor::Compile", t + 10.0, shape.compile_us,
+                         graph_hash=f"{graph:032x}")
+            python.event("PjRtComputationClient::Compile", t + 20.0, shape.compile_us - 20.0)
+        t += marker
+        mod_start[step] = np.maximum(device_free, t + 5.0)
+        device_free = mod_start[step] + mod_dur[step]
+        if read_every > 0 and step % read_every == 0:
+            read_start = t + 5.0
+            barrier_end = max(float(device_free.max()), read_start + 10.0) + 1.0
+            transfer_end = barrier_end + 2.0 + shape.transfer_from_device_us
+            python.event("log_loss", read_start, transfer_end + 3.0 - read_start, source="train.py:57")
+            python.event("SyncTensorsGraphInternal", read_start + 1.0, barrier_end - read_start - 1.0)
+            python.event("TensorCollectionBarrier", read_start + 4.0, barrier_end - read_start - 4.0)
+            python.event("PjRtComputationClient::TransferFromDevice", barrier_end + 2.0,
+                         shape.transfer_from_device_us)
+            t = transfer_end + 3.0
+        t += 5.0
+        python.event("train_step", step_start, t - step_start, step_num=step, source="train.py:30", _r=1)
+        t += 5.0
+    _device_lines(modules, op_lines, step_lines, mod_start, mod_dur, ops_per_step, rng)
+    builder.task_environment(max(t, float(device_free.max())) + 10.0)
+    return builder.to_bytes()
+
+
+def _device_lines(modules: list[LineBuilder], op_lines: list[LineBuilder], step_lines: list[LineBuilder],
+                  mod_start: np.ndarray, mod_dur: np.ndarray, ops_per_step: int, rng) -> None:
+    steps = mod_start.shape[0]
+    # Ops tile each module: equal slots, each op filling 90% of its slot.
+    slot = np.arange(ops_per_step) / max(ops_per_step, 1)
+    op_names = rng.integers(0, len(OP_NAMES), size=ops_per_step)
+    for d, (module, ops, step_line) in enumerate(zip(modules, op_lines, step_lines)):
+        starts, durs = mod_start[:, d], mod_dur[:, d]
+        for step in range(steps):
+            module.event("SyncTensorsGraph.123", float(starts[step]), float(durs[step]), run_id=step)
+        step_line.events([str(s) for s in range(steps)], np.arange(steps), starts, durs)
+        op_start = (starts[:, None] + durs[:, None] * slot[None, :]).ravel()
+        op_dur = np.repeat(durs * 0.9 / max(ops_per_step, 1), ops_per_step)
+        ops.events(OP_NAMES, np.tile(op_names, steps), op_start, op_dur)
+
+
+def write_session(logdir: str, run: str, captures: dict[str, bytes], manifest: dict | None = None) -> str:
+    """Write ``captures`` ({worker name: XSpace bytes}) as session ``run`` of ``logdir``."""
+    run_dir = os.path.join(profile_root(logdir), run)
+    os.makedirs(run_dir, exist_ok=True)
+    for name, data in captures.items():
+        with open(os.path.join(run_dir, f"{name}.xplane.pb"), "wb") as handle:
+            handle.write(data)
+    if manifest is not None:
+        write_manifest(run_dir, manifest)
+    return run_dir
+
+
+# The TPU-shaped training capture the benchmarks measure: 4 chips, a read every step, a compile
+# every 100 steps.
+BENCH_SHAPE = dict(devices=4, ops_per_step=50, read_every=1, recompile_every=100)
+
+
+def bench_capture(events: int) -> tuple[bytes, int]:
+    """A ``BENCH_SHAPE`` capture of about ``events`` events: (its bytes, its exact event count)."""
+    per_step = training_event_count(steps=1000, **BENCH_SHAPE) / 1000
+    steps = max(1, round(events / per_step))
+    return training_capture(steps=steps, **BENCH_SHAPE), training_event_count(steps=steps, **BENCH_SHAPE)
+
+
+def write_bench_session(logdir: str, events: int, run: str = "big") -> tuple[str, int, int]:
+    """A one-worker session of a ``bench_capture``: (its run dir, event count, capture bytes)."""
+    capture, count = bench_capture(events)
+    return write_session(logdir, run, {"localhost_9012": capture}), count, len(capture)

@@ -1,0 +1,40 @@
+"""Real torch_xla worker processes and real CLI runs, for the integration tests.
+
+Contract: ``DemoWorker(*args)`` starts ``collectors.demo_worker`` on the CPU XLA device on a
+free port (``.port``) and waits until it is training; ``.stop()`` ends it. ``run_cli(*args)``
+runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from collectors.demo import start_worker, stop_worker, wait_ready
+from collectors.server import free_port
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class DemoWorker:
+    def __init__(self, *args: str, debug_file: str, port: int | None = None, env: dict | None = None) -> None:
+        self.process = start_worker(port or free_port(), debug_file, list(args), env)
+        try:
+            self.port = wait_ready(self.process)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        stop_worker(self.process)
+
+
+def run_cli(*args: str, timeout: float = 180, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "xlaprof", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env=env)
+
+
+def run_python(code: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = dict(os.environ, PJRT_DEVICE="CPU", **(env or {}))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO, env=environment)

@@ -1,0 +1,154 @@
+"""The import direction of docs/ARCHITECTURE.md, enforced: every import of every module of the
+three packages (lazy ones inside functions included) is checked against an allow-list.
+
+    xlaprof.errors, .units, .progress   leaves: no project imports
+    xlaprof.xspace                      -> errors
+    xlaprof.session                     -> errors, progress, xspace
+    xlaprof.analysis                    -> errors, units, xspace, session
+    xlaprof.report                      -> errors, units, xspace, session, analysis
+    collectors                          -> xlaprof (the version), errors, progress, units, xspace, session
+    dashboard                           -> any of xlaprof but the CLI; never collectors
+    xlaprof (facade), xlaprof.cli       entry points: reach every package, lazily
+
+Third-party: torch/torch_xla/xprof only in collectors; dash/plotly only in dashboard, and not
+in dashboard.views (the view-models stay testable without Dash).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("xlaprof", "collectors", "dashboard")
+CORE = ("xlaprof.errors", "xlaprof.units", "xlaprof.progress")
+
+# The project modules each package may import: by prefix, or exactly where written "=name".
+# A package may always import itself.
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "xlaprof.errors": (),
+    "xlaprof.units": (),
+    "xlaprof.progress": (),
+    "xlaprof.xspace": ("xlaprof.errors",),
+    "xlaprof.session": ("xlaprof.errors", "xlaprof.progress", "xlaprof.xspace"),
+    "xlaprof.analysis": CORE + ("xlaprof.xspace", "xlaprof.session"),
+    "xlaprof.report": CORE + ("xlaprof.xspace", "xlaprof.session", "xlaprof.analysis"),
+    "collectors": CORE + ("xlaprof.xspace", "xlaprof.session", "=xlaprof.__version__"),
+    # The demo workload plays the user: it instruments itself through the public facade.
+    "collectors.demo_worker": CORE + ("=xlaprof",),
+    "dashboard": CORE + ("xlaprof.xspace", "xlaprof.session", "xlaprof.analysis", "xlaprof.report"),
+    # Entry points: the public facade and the command line.
+    "xlaprof": PACKAGES,
+    "xlaprof.cli": PACKAGES,
+    "xlaprof.__main__": ("xlaprof.cli",),
+}
+ENTRY_POINTS = ("xlaprof", "xlaprof.cli", "xlaprof.__main__")  # rules that cover only themselves
+# Third-party packages that only one of ours may import.
+OWNED_BY = {"torch": "collectors", "torch_xla": "collectors", "xprof": "collectors",
+            "dash": "dashboard", "plotly": "dashboard", "dash_ag_grid": "dashboard"}
+NO_DASH_IN = "dashboard.views"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(source: str, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, imported module) for every import statement, wherever it is in the file."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".") if is_package else module.split(".")[:-1]
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # ``from pkg import name`` may import the submodule pkg.name: judge the longer name.
+            found += [(node.lineno, f"{base}.{alias.name}" if base in _project_packages() else base)
+                      for alias in node.names]
+    return found
+
+
+def _project_packages() -> set[str]:
+    return {module_name(p.parent) for p in REPO.glob("*/**/__init__.py") if module_name(p.parent).split(".")[0]
+            in PACKAGES} | set(PACKAGES)
+
+
+def _rule_for(module: str) -> str | None:
+    """The most specific ALLOWED key covering ``module``; None for a module no rule covers."""
+    keys = [k for k in ALLOWED if module == k or (k not in ENTRY_POINTS and module.startswith(k + "."))]
+    return max(keys, key=len, default=None)
+
+
+def _is(name: str, prefix: str) -> bool:
+    if prefix.startswith("="):
+        return name == prefix[1:]
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def violations(module: str, source: str, is_package: bool = False) -> list[str]:
+    """Every import of ``module`` that breaks the rules, as 'module:line imports name'."""
+    rule = _rule_for(module)
+    if rule is None:
+        return [f"{module}: no import rule covers this module (add it to ALLOWED)"]
+    # A module may import its own package: a top-level one whole, a core subpackage itself.
+    top_level = module.split(".")[0]
+    own = module if rule in ENTRY_POINTS else rule if top_level == "xlaprof" else top_level
+    bad = []
+    for line, name in imports_of(source, module, is_package):
+        top = name.split(".")[0]
+        if top in PACKAGES:
+            if not (_is(name, own) or any(_is(name, a) for a in ALLOWED[rule])):
+                bad.append(f"{module}:{line} imports {name}")
+        elif top in OWNED_BY and not _is(module, OWNED_BY[top]):
+            bad.append(f"{module}:{line} imports {name} (only {OWNED_BY[top]} may)")
+        elif top in ("dash", "plotly", "dash_ag_grid") and _is(module, NO_DASH_IN):
+            bad.append(f"{module}:{line} imports {name} (the view-models stay free of Dash)")
+    return bad
+
+
+def project_modules() -> list[Path]:
+    return sorted(p for package in PACKAGES for p in (REPO / package).rglob("*.py"))
+
+
+def test_every_import_points_the_way_the_architecture_says():
+    found = []
+    for path in project_modules():
+        found += violations(module_name(path), path.read_text(), path.name == "__init__.py")
+    assert found == []
+
+
+@pytest.mark.parametrize("module,source", [
+    ("xlaprof.analysis.findings", "from xlaprof.report.text import render_text"),
+    ("xlaprof.analysis.steps", "def f():\n    from dashboard.views import axis\n"),
+    ("xlaprof.analysis.attribution", "import collectors.spans"),
+    ("xlaprof.xspace.reader", "from xlaprof.session import storage"),
+    ("collectors.capture", "from xlaprof.analysis import analyze"),
+    ("collectors.demo", "from dashboard.server import serve"),
+    ("collectors.capture", "from xlaprof import analyze"),
+    ("collectors.capture", "from xlaprof.analysis.intervals import merge"),
+    ("xlaprof.newmodule", "import os"),
+    ("dashboard.pages_session", "from collectors.capture import capture_session"),
+    ("dashboard.views.timeline", "import plotly.graph_objects as go"),
+    ("xlaprof.report.text", "import torch_xla"),
+    ("xlaprof.session.model", "from xprof.convert import _pywrap_profiler_plugin"),
+    ("xlaprof.analysis.steps", "import dash"),
+])
+def test_a_violating_import_is_caught(module, source):
+    assert violations(module, source)
+
+
+@pytest.mark.parametrize("module,source", [
+    ("collectors.capture", "from xlaprof.session import storage\nfrom xlaprof import __version__"),
+    ("dashboard.figures", "import plotly.graph_objects as go\nfrom xlaprof.analysis import attribution"),
+    ("xlaprof.cli", "def f():\n    from collectors.demo import capture_demo\n    from dashboard.server import serve\n"),
+    ("xlaprof.analysis.steps", "from xlaprof.analysis.attribution import CAUSES\nimport numpy as np"),
+])
+def test_an_allowed_import_passes(module, source):
+    assert violations(module, source) == []

@@ -1,0 +1,253 @@
+"""The Dash app in-process: routing, hostile requests, malformed callback input, serve()'s warnings.
+
+Callbacks are exercised the way the browser calls them: a POST to ``/_dash-update-component``.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from dashboard import server
+from dashboard.app import create_app
+from dashboard.state import AppState
+from tests.support.dash_requests import callback_body, output_for
+from tests.support.dashboard_harness import write_demo_logdir
+
+SECRET = "TOP-SECRET-8d2e71"
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("app")
+    logdir = root / "logdir"
+    write_demo_logdir(logdir, steps=20)
+    (root / "secret.txt").write_text(SECRET)
+    state = AppState(str(logdir))
+    app = create_app(str(logdir), state)
+    global ZOOM, GAP_CLICK
+    ZOOM, GAP_CLICK = (_output_of(app, trigger) for trigger in ("timeline.relayoutData", "gaps-table.active_cell"))
+    return app.server.test_client(), state
+
+
+def _output_of(app, trigger: str) -> str:
+    """The output key of the callback that ``trigger`` fires (it carries a hash where outputs repeat)."""
+    return output_for([(key, cb["inputs"]) for key, cb in app.callback_map.items()], trigger)
+
+
+def call(client, output: str, inputs: list[tuple[str, str, object]], state=(), changed=None):
+    """POST one callback request as dash-renderer does; returns (status, JSON text)."""
+    response = client.post("/_dash-update-component", json=callback_body(output, inputs, state, changed))
+    text = response.get_data(as_text=True)
+    # Dash escapes "/" in its JSON; re-encode so that tests can look for paths.
+    return response.status_code, json.dumps(json.loads(text), ensure_ascii=False) if response.status_code == 200 else text
+
+
+def route(client, pathname: object, search: object = ""):
+    return call(client, "page.children", [("url", "pathname", pathname), ("url", "search", search)])
+
+
+def test_the_sessions_page_lists_every_session_and_the_broken_one_in_its_row(setup):
+    client, _ = setup
+    status, text = route(client, "/")
+    assert status == 200
+    for run in ("train", "multi", "broken", "badmanifest"):  # one bad manifest hides nothing
+        assert f"/session/{run}" in text
+    assert "sessions-table" in text and "row-error" in text and "manifest is not valid JSON" in text
+
+
+def test_a_session_page_shows_findings_with_the_culprit_span(setup):
+    client, _ = setup
+    status, text = route(client, "/session/train")
+    assert status == 200
+    assert '"findings"' in text and "log_loss" in text and "train.py:57" in text and "recompilation" in text
+
+
+def test_a_pod_session_names_its_straggler_and_why(setup, tmp_path):
+    from tests.support.synthetic import training_capture, write_session
+
+    logdir = str(tmp_path / "pods")
+    write_session(logdir, "pod", {"host-a_9012": training_capture(steps=20, devices=2, seed=1),
+                                  "host-b_9012": training_capture(steps=20, devices=2, recompile_every=1, seed=2)})
+    client = create_app(logdir).server.test_client()
+    status, text = route(client, "/session/pod")
+    assert status == 200 and "workers-chart" in text
+    assert "host-b:9012" in text and "is a straggler" in text and "compile" in text
+
+
+def test_an_fsspec_url_logdir_is_browsed(tmp_path):
+    write_demo_logdir(tmp_path / "logdir", steps=10)
+    client = create_app(f"file://{tmp_path / 'logdir'}").server.test_client()
+    status, text = route(client, "/")
+    assert status == 200 and "/session/train" in text
+    status, text = route(client, "/session/train")
+    assert status == 200 and "log_loss" in text and "session-error" not in text
+
+
+def test_a_broken_session_shows_one_error_and_the_rest_keeps_working(setup):
+    client, _ = setup
+    status, text = route(client, "/session/broken")
+    assert status == 200 and "session-error" in text and "localhost_9012.xplane.pb" in text
+    assert "Traceback" not in text
+    assert '"findings"' in route(client, "/session/multi")[1]
+
+
+@pytest.mark.parametrize("pathname", [
+    "/session/..", "/session/../../secret.txt", "/session/%2e%2e%2f%2e%2e%2fsecret.txt", "/session/%252e%252e",
+    "/session//etc/passwd", "/session/" + "/tmp", "/session/train/../../../secret.txt", "/../secret.txt",
+    "/session/\x00", "/nowhere", 12, None, ["/session/train"],
+])
+def test_hostile_paths_get_a_clear_not_found(setup, pathname):
+    client, _ = setup
+    status, text = route(client, pathname)
+    assert status == 200
+    assert SECRET not in text and "root:" not in text
+    if pathname not in (12, None, ["/session/train"]):  # those fall back to the sessions page
+        assert "not-found" in text
+
+
+@pytest.mark.parametrize("url", [
+    "/session/..%2f..%2fsecret.txt", "/assets/..%2f..%2f..%2fsecret.txt", "/assets/%2e%2e/%2e%2e/secret.txt",
+    "/_dash-component-suites/dash/..%2f..%2f..%2f..%2fsecret.txt", "/_dash-layout?x=%00",
+    "/_dash-component-suites/../../../etc/passwd", "/session/%00",
+])
+def test_raw_http_requests_never_serve_a_file_outside(setup, url):
+    client, _ = setup
+    response = client.get(url)
+    body = response.get_data(as_text=True)
+    assert SECRET not in body and "root:x:" not in body
+    assert response.status_code in (200, 404, 400, 308)
+
+
+@pytest.mark.parametrize("search", ["?from_ms=abc&to_ms=%ff", "?from_ms=1e999&to_ms=-1e999", "?from_ms=5&to_ms=1",
+                                    "?" + "a=1&" * 200, 42, {"x": 1}])
+def test_malformed_query_parameters_still_draw_the_page(setup, search):
+    client, _ = setup
+    status, text = route(client, "/session/train", search)
+    assert status == 200 and '"findings"' in text
+
+
+def test_a_query_range_opens_the_timeline_there(setup):
+    client, _ = setup
+    status, text = route(client, "/session/train", "?from_ms=10&to_ms=12")
+    assert status == 200 and "10.000 – 12.000 ms" in text
+
+
+ZOOM = GAP_CLICK = ""  # set by the fixture
+
+
+def zoom(client, relayout, run="train", reset=None):
+    return call(client, ZOOM, [("timeline", "relayoutData", relayout), ("timeline-reset", "n_clicks", reset)],
+                state=[("session-run", "data", run)], changed="timeline-reset.n_clicks" if reset else None)
+
+
+def click_gap(client, cell, run="train"):
+    return call(client, GAP_CLICK, [("gaps-table", "active_cell", cell)], state=[("session-run", "data", run)])
+
+
+def figure_range(text: str) -> list[float]:
+    response = json.loads(text)["response"]
+    return response["timeline"]["figure"]["layout"]["xaxis"]["range"]
+
+
+@pytest.mark.parametrize("relayout,cell", [
+    ("junk", None), ({"xaxis.range": "x"}, "x"), ({"xaxis.range[0]": None}, {"row_id": "x"}),
+    ([1, 2, 3], 5), ({"xaxis.range": [1, 2, 3]}, {"row_id": 10**20}), ({"autosize": True}, {"row_id": -1}),
+])
+def test_timeline_callbacks_ignore_malformed_input(setup, relayout, cell):
+    client, _ = setup
+    # Nothing to redraw: the callbacks answer "no update" (204), neither an error nor a new figure.
+    assert zoom(client, relayout)[0] == 204
+    assert click_gap(client, cell)[0] == 204
+
+
+def test_zoom_redraws_the_range_and_a_gap_click_frames_the_gap(setup):
+    client, state = setup
+    status, text = zoom(client, {"xaxis.range[0]": 2, "xaxis.range[1]": 3})
+    assert status == 200 and figure_range(text) == pytest.approx([2, 3])
+    status, text = zoom(client, None, reset=1)
+    assert status == 200 and figure_range(text)[1] > 3
+    gaps = state.gaps("train")
+    status, text = click_gap(client, {"row": 0, "column": 0, "row_id": 7})
+    lo, hi = figure_range(text)
+    assert lo * 1000 < gaps.start_us[7] and hi * 1000 > gaps.start_us[7] + gaps.dur_us[7]
+
+
+def test_timeline_callbacks_for_an_unknown_session_say_so(setup):
+    client, _ = setup
+    for status, text in (zoom(client, {"xaxis.autorange": True}, run="../../secret.txt"),
+                         click_gap(client, {"row_id": 1}, run="%2e%2e")):
+        assert status == 200 and "no longer available" in text and SECRET not in text
+
+
+GAPS = "..gaps-table.data...gaps-table.page_count...gaps-info.children.."
+
+
+@pytest.mark.parametrize("page,size,sort_by,query,rows,ignored", [
+    # page, size, sort, filter as sent; how many rows come back; whether a clause is reported ignored
+    (0, 15, [{"column_id": "dur_ms", "direction": "desc"}], "{cause} contains compile", "compiles", False),
+    ("x", "y", "junk", {"not": "a string"}, 25, False),  # defaults: first page of 25, no filter
+    (-4, 10**9, [None, 3], "{dur_ms} > abc && {x} = 1", 500, True),  # first page, the largest size
+    (10**12, 0, [], "", 1, False),  # the last page, of one row
+])
+def test_gaps_callback_pages_and_survives_malformed_input(setup, page, size, sort_by, query, rows, ignored):
+    client, state = setup
+    status, text = call(client, GAPS, [("gaps-table", "page_current", page), ("gaps-table", "page_size", size),
+                                       ("gaps-table", "sort_by", sort_by), ("gaps-table", "filter_query", query)],
+                        state=[("session-run", "data", "train")])
+    assert status == 200
+    response = json.loads(text)["response"]
+    data, info = response["gaps-table"]["data"], response["gaps-info"]["children"]
+    total = len(state.gaps("train"))
+    if rows == "compiles":
+        durations = [r["dur_ms"] for r in data]
+        assert data and all(r["cause"] == "compile" for r in data) and durations == sorted(durations, reverse=True)
+    else:
+        assert len(data) == min(rows, total) and info.startswith(f"{total:,} gaps")
+    assert ("ignored filter" in info) == ignored
+
+
+def test_new_sessions_appear_without_a_restart(setup, tmp_path):
+    client, state = setup
+    from tests.support.synthetic import training_capture, write_session
+
+    write_session(state.logdir, "later", {"localhost_9012": training_capture(steps=2, devices=1)})
+    try:
+        status, text = call(client, "sessions-listing.children", [("sessions-refresh", "n_intervals", 1)])
+        assert status == 200 and "/session/later" in text
+    finally:
+        import shutil
+
+        shutil.rmtree(os.path.join(state.logdir, "plugins", "profile", "later"))
+
+
+def test_requests_are_served_from_the_cache(setup):
+    client, state = setup
+    route(client, "/session/train")
+    loads = state.cache.loads
+    for _ in range(5):
+        route(client, "/session/train")
+        route(client, "/")
+    assert state.cache.loads == loads
+
+
+@pytest.mark.parametrize("host,warned", [("127.0.0.1", False), ("localhost", False), ("::1", False),
+                                         ("0.0.0.0", True), ("192.168.1.5", True), ("myhost.example", True)])
+def test_serve_binds_where_told_and_warns_off_loopback(monkeypatch, capsys, tmp_path, host, warned):
+    ran = {}
+    monkeypatch.setattr("dash.Dash.run", lambda self, **kw: ran.update(kw))
+    # These addresses need not exist on this machine; binding is tested with a real busy port in
+    # test_capture_cli.test_a_busy_dashboard_port_is_one_line_and_exit_2_before_any_work.
+    monkeypatch.setattr(server, "check_port", lambda host, port: None)
+    server.serve(str(tmp_path), host=host, port=8123)
+    out, err = capsys.readouterr()
+    assert ran["host"] == host and ran["port"] == 8123 and ran["debug"] is False
+    assert ":8123/" in out
+    assert ("warning" in err) is warned
+
+
+def test_serve_defaults_to_loopback():
+    import inspect
+
+    assert inspect.signature(server.serve).parameters["host"].default == "127.0.0.1"

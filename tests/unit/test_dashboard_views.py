@@ -1,0 +1,204 @@
+"""timeline_view, gap_table and session_overview: what the dashboard draws, computed off an analysis."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dashboard.views.axis import worker_offsets
+from dashboard.views.gap_table import gap_columns, gap_page, gap_range
+from dashboard.views.overview import compile_rows, overview, session_row, step_series, worker_rows
+from dashboard.views.timeline import (
+    BUSY,
+    CATEGORIES,
+    MIN_RANGE_US,
+    ViewConfig,
+    clamp_range,
+    parse_range_query,
+    parse_relayout,
+    session_timeline,
+    view,
+)
+from tests.support.synthetic import training_capture, write_session
+from xlaprof.analysis import analyze, intervals
+from xlaprof.report import analysis_json
+from xlaprof.session import Session
+
+
+@pytest.fixture(scope="module")
+def analysis(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("views")
+    run = write_session(str(logdir), "train", {"localhost_9012": training_capture(
+        steps=60, devices=4, read_every=1, recompile_every=20)})
+    return analyze(Session.load(run))
+
+
+@pytest.fixture(scope="module")
+def timeline(analysis):
+    return session_timeline(analysis)
+
+
+def test_lanes_are_devices_then_host_activity(timeline):
+    labels = [lane.label for lane in timeline.lanes]
+    assert labels[:4] == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
+    assert {"host: compile", "host: TransferFromDevice", "host: TransferToDevice", "spans 0", "spans 1"} <= set(labels)
+    compile_lane = timeline.lanes[labels.index("host: compile")]
+    assert compile_lane.start.size == 3  # steps 0, 20, 40
+
+
+def test_a_busy_range_is_binned_and_bounded(timeline):
+    config = ViewConfig(max_raw=50, bins=100)
+    v = view(timeline, config=config)
+    assert v.binned_lanes >= 4
+    assert len(v) <= len(timeline.lanes) * max(config.max_raw, config.bins)
+    assert (v.start >= v.x0 - 1e-6).all() and (v.end <= v.x1 + 1e-6).all()
+    assert all("zoom in" in h for h, lane in zip(v.hover, v.lane) if v.labels[lane] == "TPU:0")
+
+
+def test_binned_busy_bars_sit_on_real_device_activity(analysis, timeline):
+    v = view(timeline, config=ViewConfig(max_raw=0, bins=400))
+    device = analysis.workers[0].devices[0]
+    busy = (v.lane == 0) & (v.category == BUSY)
+    s, e, opacity = v.start[busy], v.end[busy], v.opacity[busy]
+    assert s.size
+    covered = intervals.measure_before(device.busy_starts, device.busy_ends, e) - \
+        intervals.measure_before(device.busy_starts, device.busy_ends, s)
+    # Opacity is the covered share rounded up to a quarter (at least 0.35 to stay visible).
+    assert (covered > 0).all()
+    assert (covered >= (opacity - 0.25) * (e - s) - 1e-6).all()
+
+
+def test_zooming_in_gives_every_item_with_its_details(analysis, timeline):
+    lane = timeline.lanes[0]
+    x0, x1 = float(lane.start[40]), float(lane.start[60])
+    v = view(timeline, x0, x1, ViewConfig(max_raw=1000))
+    assert v.binned_lanes == 0
+    mine = v.lane == 0
+    expected = int(((lane.end > x0) & (lane.start < x1)).sum())
+    assert int(mine.sum()) == expected
+    hover = [h for h, m in zip(v.hover, mine) if m]
+    assert any(h.startswith("idle: transfer_from_device") and "span: log_loss" in h and "train.py:57" in h
+               for h in hover)
+    assert any(h.startswith("SyncTensorsGraph.123") for h in hover)
+
+
+def test_every_category_is_known(timeline):
+    v = view(timeline)
+    assert set(np.unique(v.category)) <= set(range(len(CATEGORIES)))
+
+
+@pytest.mark.parametrize("x0,x1", [(None, None), (5.0, 1.0), (float("nan"), 3.0), (0.0, float("inf")), (-1e30, 1e30)])
+def test_bad_ranges_fall_back_to_the_session(timeline, x0, x1):
+    lo, hi = clamp_range(timeline, x0, x1)
+    assert lo < hi and lo >= timeline.extent[0] - 0.05 * (timeline.extent[1] - timeline.extent[0]) - 1e-9
+
+
+def test_a_tiny_range_is_widened_to_the_minimum(timeline):
+    lo, hi = clamp_range(timeline, 100.0, 100.0 + 1e-9)
+    assert hi - lo == pytest.approx(MIN_RANGE_US)
+
+
+@pytest.mark.parametrize("relayout,expected", [
+    ({"xaxis.range[0]": 1.5, "xaxis.range[1]": 2.5}, (1500.0, 2500.0)),
+    ({"xaxis.range": ["1", "2"]}, (1000.0, 2000.0)),
+    ({"xaxis.autorange": True}, "reset"),
+    ({"autosize": True}, None), (None, None), ("junk", None), ([1, 2], None),
+    ({"xaxis.range[0]": "x", "xaxis.range[1]": 2}, None), ({"xaxis.range": [3, 1]}, None),
+    ({"xaxis.range": [float("nan"), 1]}, None), ({"xaxis.range": [True, 5]}, None),
+    ({"xaxis.range": {"a": 1}}, None), ({"xaxis.range[0]": "1e400", "xaxis.range[1]": "2"}, None),
+])
+def test_parse_relayout_accepts_anything(relayout, expected):
+    assert parse_relayout(relayout) == expected
+
+
+@pytest.mark.parametrize("search,expected", [
+    ("?from_ms=1&to_ms=2", (1000.0, 2000.0)), ("", None), ("?from_ms=abc&to_ms=2", None),
+    ("?from_ms=%ff%00&to_ms=1e999", None), ("?to_ms=1", None), (None, None), (12, None),
+    ("?" + "&".join(f"k{i}=1" for i in range(50)), None), ("?from_ms=" + "9" * 5000, None),
+])
+def test_parse_range_query_accepts_anything(search, expected):
+    assert parse_range_query(search) == expected
+
+
+def test_workers_are_aligned_on_their_origins(tmp_path):
+    capture = training_capture(steps=3, devices=1)
+    run = write_session(str(tmp_path), "two", {"a_1": capture, "b_1": capture})
+    session = Session.load(run)
+    session.workers[1].space.origin_ns += 2_000_000  # the second worker's clock starts 2 ms later
+    analysis = analyze(session)
+    assert worker_offsets(analysis) == [0.0, 2000.0]
+    lanes = {lane.label: lane for lane in session_timeline(analysis).lanes}
+    first, second = (lanes[f"{w.worker.label} TPU:0"] for w in analysis.workers)
+    assert second.start == pytest.approx(first.start + 2000.0)
+
+
+def test_gap_table_sorts_filters_and_pages(analysis):
+    gaps = gap_columns(analysis)
+    assert len(gaps) == len(analysis.workers[0].pieces)
+    page = gap_page(gaps, "", [{"column_id": "dur_ms", "direction": "desc"}], 0, 10)
+    durations = [r["dur_ms"] for r in page.rows]
+    assert durations == sorted(durations, reverse=True) and len(durations) == 10
+    assert page.page_count == -(-len(gaps) // 10)
+    compiles = gap_page(gaps, '{cause} contains "compile" && {dur_ms} > 1', None, 0, 500)
+    assert compiles.matching == 3 * 4  # three compiles, each idling four devices
+    assert all(r["cause"] == "compile" and r["dur_ms"] > 1 for r in compiles.rows)
+    reads = gap_page(gaps, "{span} = log_loss", [{"column_id": "start_ms", "direction": "asc"}], 0, 500)
+    assert reads.matching and all(r["span"] == "log_loss" and r["source"] == "train.py:57" for r in reads.rows)
+    starts = [r["start_ms"] for r in reads.rows]
+    assert starts == sorted(starts)
+
+
+@pytest.mark.parametrize("query,sort_by,page,size,rows", [
+    ("{nope} > 1", None, 0, 10, 10), ("{dur_ms} > abc", "junk", "x", "y", 25),
+    ({"a": 1}, [1, {"column_id": 3}], None, -5, 1),
+    ("{cause} < 3 && && {span}", [{"column_id": "span", "direction": "sideways"}], 10**12, 10**12, 500),
+])
+def test_gap_table_ignores_what_it_cannot_read_and_keeps_every_gap(analysis, query, sort_by, page, size, rows):
+    gaps = gap_columns(analysis)
+    result = gap_page(gaps, query, sort_by, page, size)
+    # An unreadable clause filters nothing (and says so); unreadable paging falls back to defaults.
+    assert result.matching == len(gaps) and len(result.rows) == min(rows, len(gaps))
+    assert (result.problem is not None) == isinstance(query, str)
+
+
+def test_gap_range_frames_the_gap(analysis):
+    gaps = gap_columns(analysis)
+    lo, hi = gap_range(gaps, 5)
+    assert lo < gaps.start_us[5] and hi > gaps.start_us[5] + gaps.dur_us[5]
+    assert gap_range(gaps, "nope") is None and gap_range(gaps, -1) is None and gap_range(gaps, len(gaps)) is None
+
+
+def test_overview_agrees_with_the_json_report(analysis):
+    report = analysis_json(analysis)
+    ov = overview(analysis)
+    assert ov.idle_us == pytest.approx(report["device_idle_us"])
+    assert ov.busy_us == pytest.approx(report["device_busy_us"])
+    assert ov.idle_by_cause_us == pytest.approx(report["idle_by_cause_us"])
+    assert ov.compiles == 3 and ov.reads == 60
+    assert ov.read_top_spans[0] == ("log_loss", 60)
+    assert len(compile_rows(analysis)) == 3
+
+
+def test_step_series_and_worker_rows_add_up(analysis):
+    series = step_series(analysis)
+    steps = analysis.workers[0].steps
+    assert list(series.step) == sorted(steps.step.tolist())
+    assert series.busy_us.sum() == pytest.approx(steps.busy_us.sum())
+    assert sum(v.sum() for v in series.idle_us.values()) == pytest.approx(steps.idle_us.sum())
+    (row,) = worker_rows(analysis)
+    assert row["steps"] == 60 and 0 < row["idle_pct"] < 100
+
+
+def test_session_row_reports_errors_without_figures():
+    from xlaprof.session import SessionSummary
+
+    row = session_row(SessionSummary("/x", "run", 0.0, ["w"], {}), None, "broken")
+    assert row["error"] == "broken" and row["idle_pct"] is None
+
+
+def test_many_steps_are_grouped_into_mean_steps(analysis):
+    full = step_series(analysis)
+    grouped = step_series(analysis, max_bars=7)
+    assert grouped.group == 9 and grouped.step.size == 7  # 60 steps in groups of 9
+    assert list(grouped.step) == list(full.step[::9])
+    assert grouped.busy_us[0] == pytest.approx(full.busy_us[:9].mean())
+    assert grouped.idle_us["compile"][-1] == pytest.approx(full.idle_us["compile"][54:].mean())

@@ -1,0 +1,44 @@
+"""Cross-worker comparison on synthetic pods whose truth is known: one worker recompiles every
+step (the straggler, slow because of compile), the other does not."""
+from __future__ import annotations
+
+import pytest
+
+from tests.support.synthetic import training_capture, write_session
+from xlaprof.analysis import analyze
+from xlaprof.report import analysis_json
+from xlaprof.session import Session
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict:
+    run = write_session(str(tmp_path_factory.mktemp("pod")), "pod", {
+        "host-a_9012": training_capture(steps=20, devices=2, seed=1),
+        "host-b_9012": training_capture(steps=20, devices=2, recompile_every=1, seed=2),
+        "host-c_9012": training_capture(steps=20, devices=2, seed=3)})
+    return analysis_json(analyze(Session.load(run)))
+
+
+def test_the_recompiling_worker_is_the_only_straggler_and_compile_is_why(report):
+    (straggler,) = report["stragglers"]
+    assert straggler["worker"] == "host-b:9012" and straggler["main_cause"] == "compile"
+    typical = sorted(p["median_step_us"] for p in report["per_worker"].values())[1]
+    assert straggler["slower_by_us"] == pytest.approx(straggler["median_step_us"] - typical)
+
+
+def test_steps_are_aligned_by_number_across_workers(report):
+    rows = report["step_alignment"]
+    assert [r["step"] for r in rows] == list(range(20))
+    for row in rows:
+        assert set(row["wall_us"]) == {"host-a:9012", "host-b:9012", "host-c:9012"}
+        assert all(v > 0 for v in row["wall_us"].values())
+    for worker in ("host-a:9012", "host-b:9012"):
+        starts = [r["start_unix_ns"][worker] for r in rows]
+        assert starts == sorted(starts)
+
+
+def test_one_worker_has_no_stragglers_and_no_alignment(tmp_path):
+    run = write_session(str(tmp_path), "solo", {"host-a_9012": training_capture(steps=5, devices=1)})
+    report = analysis_json(analyze(Session.load(run)))
+    assert report["stragglers"] == [] and report["step_alignment"] == []
+    assert set(report["per_worker"]) == {"host-a:9012"}

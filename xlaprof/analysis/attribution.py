@@ -1,0 +1,169 @@
+"""Attribute every microsecond of device idle time to one cause and the user span behind it.
+
+Contract: ``attribute(device, host, window)`` splits the device's idle gaps inside the window
+into ``GapPieces``, contiguous pieces each with exactly one ``Cause``; the pieces of a device
+add up to its idle time. The rules:
+
+1. What the host is doing decides, by priority when several things overlap:
+   compile > transfer_from_device > transfer_to_device > host_tracing > unattributed.
+   ``host_tracing`` is the host inside the lazy-tensor machinery or a user span (running the
+   step's Python); ``unattributed`` is host time with no recorded activity at all.
+2. A gap that opens while the host is blocked in a read (a TransferFromDevice, with the barrier
+   wait before it: ``.item()``, ``print(t)``) was caused by that read. Had the host not blocked,
+   everything it did afterwards would have happened earlier by the time it spent blocked, so the
+   gap would have been shorter by up to that much. Its first ``min(gap, blocked time)``
+   microseconds go to ``transfer_from_device``; the rest of the gap follows rule 1.
+3. Each piece names the innermost user span active on the host where its cause happened: the
+   span around the compile or transfer event, or for tracing and unattributed time the span
+   open on that thread (the training loop's thread) when the piece starts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from xlaprof.analysis import intervals
+from xlaprof.analysis.device_timeline import DeviceTimeline
+from xlaprof.analysis.host_activity import EventSet, HostActivity
+
+
+class Cause(str, Enum):
+    UNATTRIBUTED = "unattributed"
+    HOST_TRACING = "host_tracing"
+    TRANSFER_TO_DEVICE = "transfer_to_device"
+    TRANSFER_FROM_DEVICE = "transfer_from_device"
+    COMPILE = "compile"
+
+
+# Code = priority: where host activities overlap, the highest code wins.
+CAUSES: tuple[Cause, ...] = tuple(Cause)
+CODE = {cause: code for code, cause in enumerate(CAUSES)}
+
+
+@dataclass
+class GapPieces:
+    """Columnar pieces of device idle time, sorted by start within each device."""
+
+    device: np.ndarray  # int32: index into the worker's device list
+    start_us: np.ndarray  # float64
+    dur_us: np.ndarray  # float64
+    cause: np.ndarray  # int8: index into CAUSES
+    span: np.ndarray  # int64: index into the worker's SpanIndex, -1 where none
+
+    def __len__(self) -> int:
+        return int(self.start_us.size)
+
+    @staticmethod
+    def concat(parts: list[GapPieces]) -> GapPieces:
+        if not parts:
+            z = np.zeros(0)
+            return GapPieces(np.zeros(0, np.int32), z, z, np.zeros(0, np.int8), np.zeros(0, np.int64))
+        return GapPieces(*(np.concatenate([getattr(p, f) for p in parts]) for f in
+                           ("device", "start_us", "dur_us", "cause", "span")))
+
+    def idle_by_cause(self) -> dict[str, float]:
+        sums = np.bincount(self.cause.astype(np.int64), weights=self.dur_us, minlength=len(CAUSES))
+        return {cause.value: float(sums[code]) for code, cause in enumerate(CAUSES)}
+
+
+@dataclass
+class CauseIntervals:
+    """The host's activity as merged intervals per cause code (index = code)."""
+
+    starts: list[np.ndarray]
+    ends: list[np.ndarray]
+
+    @staticmethod
+    def from_host(host: HostActivity) -> CauseIntervals:
+        by_code: dict[int, EventSet] = {
+            CODE[Cause.HOST_TRACING]: host.tracing,
+            CODE[Cause.TRANSFER_TO_DEVICE]: host.transfers_to_device,
+            CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
+            CODE[Cause.COMPILE]: host.compiles,
+        }
+        starts, ends = [np.zeros(0)], [np.zeros(0)]
+        for code in range(1, len(CAUSES)):
+            s, e = intervals.merge(by_code[code].start, by_code[code].end)
+            starts.append(s)
+            ends.append(e)
+        return CauseIntervals(starts, ends)
+
+    def state_at(self, points: np.ndarray) -> np.ndarray:
+        """The winning cause code at each time point."""
+        state = np.zeros(points.shape, np.int8)
+        for code in range(1, len(CAUSES)):
+            inside = intervals.covering(self.starts[code], self.ends[code], points) >= 0
+            state[inside] = code
+        return state
+
+
+def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
+              causes: CauseIntervals, window: tuple[float, float]) -> GapPieces:
+    w0, w1 = window
+    g0, g1 = intervals.complement(device.busy_starts, device.busy_ends, w0, w1)
+    if g0.size == 0:
+        return GapPieces.concat([])
+    read_of_gap, read_start, read_end = _reads_opening_gaps(host.transfers_from_device, g0, g1)
+
+    points = [g0, g1, read_start, read_end]
+    for code in range(1, len(CAUSES)):
+        s, e = intervals.clip(causes.starts[code], causes.ends[code], w0, w1)
+        points += [s, e]
+    bounds = np.unique(np.concatenate(points))
+    left, right = bounds[:-1], bounds[1:]
+    mids = (left + right) / 2
+    gap = intervals.covering(g0, g1, mids)
+    keep = gap >= 0
+    left, right, mids, gap = left[keep], right[keep], mids[keep], gap[keep]
+    state = causes.state_at(mids)
+    # Rule 2 overrides rule 1: a read's share of the gap it opened is the read's, whatever else ran.
+    state[intervals.covering(read_start, read_end, mids) >= 0] = CODE[Cause.TRANSFER_FROM_DEVICE]
+    # Merge consecutive elementary intervals of the same gap and cause into one piece.
+    new_run = np.ones(left.size, bool)
+    new_run[1:] = (gap[1:] != gap[:-1]) | (state[1:] != state[:-1])
+    first = np.flatnonzero(new_run)
+    last = np.append(first[1:] - 1, left.size - 1)
+    start, end = left[first], right[last]
+    piece_gap, piece_cause = gap[first], state[first]
+
+    span = _name_pieces(host, start, piece_cause, piece_gap, read_of_gap)
+    return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span)
+
+
+def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray):
+    """Rule 2: the blocking read holding each gap's opening, and the idle time it is charged."""
+    if not len(reads):
+        return np.full(g0.size, -1, np.int64), np.zeros(0), np.zeros(0)
+    read_of_gap = reads.holding_all(g0)
+    hit = np.flatnonzero(read_of_gap >= 0)
+    blocked = reads.end[read_of_gap[hit]] - reads.start[read_of_gap[hit]]
+    share = np.minimum(g1[hit] - g0[hit], blocked)
+    return read_of_gap, g0[hit], g0[hit] + share
+
+
+def _name_pieces(host: HostActivity, start: np.ndarray, cause: np.ndarray, gap: np.ndarray,
+                 read_of_gap: np.ndarray) -> np.ndarray:
+    by_code: dict[int, EventSet] = {
+        CODE[Cause.COMPILE]: host.compiles,
+        CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
+        CODE[Cause.TRANSFER_TO_DEVICE]: host.transfers_to_device,
+        CODE[Cause.HOST_TRACING]: host.tracing,
+    }
+    span = np.full(start.size, -1, np.int64)
+    named = np.zeros(start.size, bool)
+    for code, events in by_code.items():
+        pick = np.flatnonzero(cause == code)
+        j = events.holding_all(start[pick])
+        if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
+            missing = j < 0
+            j[missing] = read_of_gap[gap[pick[missing]]]  # rule 2: idle time charged past the read's end
+        pick, j = pick[j >= 0], j[j >= 0]
+        # The span around the causing event; for tracing, the span open at this moment.
+        when = start[pick] if code == CODE[Cause.HOST_TRACING] else events.start[j]
+        span[pick] = host.spans_at(events.line[j].astype(np.int64), when)
+        named[pick] = True
+    rest = np.flatnonzero(~named)
+    span[rest] = host.spans_at(np.full(rest.size, -1, np.int64), start[rest])
+    return span

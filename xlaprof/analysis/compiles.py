@@ -1,0 +1,85 @@
+"""Compilations of one worker and of a session: counts, time, and who caused them.
+
+Contract:
+- ``compile_records(host, debug)`` lists every graph compile on the host with its span, source
+  line, graph hash and, where a ``PT_XLA_DEBUG_FILE`` was given, torch_xla's compile cause and the
+  user frame that triggered it.
+- ``summarize_compiles(records)`` gives a ``CompileSummary``: count, total time, per-span and
+  per-hash counts, and the recompiled spans: spans that compiled more than one distinct graph in
+  the window, the mark of shapes that change from step to step. Spans are keyed by name, with
+  ``NO_SPAN`` for compiles outside any span.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xlaprof.analysis.debug_file import DebugInfo
+from xlaprof.analysis.host_activity import HostActivity
+from xlaprof.analysis.span_index import NO_SPAN
+
+
+@dataclass
+class CompileRecord:
+    start_us: float  # on the worker's clock
+    dur_us: float
+    graph_hash: str | None
+    span: str | None
+    source: str | None
+    cause: str | None = None  # torch_xla's compilation cause, from the debug file
+    trigger: str | None = None  # the user's file:line that triggered it, from the debug file
+
+
+@dataclass(frozen=True)
+class CompileTrigger:
+    cause: str | None  # torch_xla's compilation cause
+    trigger: str | None  # the user's file:line
+    count: int  # compiles of the span with this (cause, trigger)
+
+
+@dataclass
+class CompileSummary:
+    count: int = 0
+    total_us: float = 0.0
+    by_span: dict[str, int] = field(default_factory=dict)  # span -> compiles, most first
+    by_graph_hash: dict[str, int] = field(default_factory=dict)  # graph hash -> compiles, most first
+    recompiled_spans: dict[str, int] = field(default_factory=dict)  # span -> distinct graphs (> 1)
+    # torch_xla's most frequent (cause, user line) per span, where a debug file was joined
+    trigger_by_span: dict[str, CompileTrigger] = field(default_factory=dict)
+
+
+def compile_records(host: HostActivity, debug: DebugInfo | None = None) -> list[CompileRecord]:
+    records = []
+    compiles = host.compiles
+    spans = host.spans_at(compiles.line.astype(np.int64), compiles.start)
+    for i in range(len(compiles)):
+        name, source = host.spans.label(int(spans[i]))
+        graph_hash = host.compile_hashes[i] if i < len(host.compile_hashes) else None
+        info = debug.get(graph_hash) if debug else None
+        records.append(CompileRecord(float(compiles.start[i]), float(compiles.end[i] - compiles.start[i]),
+                                     graph_hash, name, source,
+                                     info.compile_cause if info else None, info.user_frame if info else None))
+    return records
+
+
+def summarize_compiles(records: list[CompileRecord]) -> CompileSummary:
+    by_span = Counter(r.span or NO_SPAN for r in records)
+    hashes_by_span: dict[str, set] = defaultdict(set)
+    for r in records:
+        hashes_by_span[r.span or NO_SPAN].add(r.graph_hash or f"#{r.start_us}")
+    recompiled = {span: len(h) for span, h in hashes_by_span.items() if len(h) > 1}
+    triggers: dict[str, Counter] = defaultdict(Counter)
+    for r in records:
+        if r.cause or r.trigger:
+            triggers[r.span or NO_SPAN][(r.cause, r.trigger)] += 1
+    return CompileSummary(
+        count=len(records),
+        total_us=float(sum(r.dur_us for r in records)),
+        by_span=dict(by_span.most_common()),
+        by_graph_hash=dict(Counter(r.graph_hash for r in records if r.graph_hash).most_common()),
+        recompiled_spans=dict(sorted(recompiled.items(), key=lambda kv: -kv[1])),
+        trigger_by_span={span: CompileTrigger(c, t, n)
+                         for span, counter in triggers.items() for (c, t), n in counter.most_common(1)},
+    )

@@ -1,0 +1,77 @@
+"""Device timelines: when each device was executing, from any capture layout.
+
+Contract: ``device_timelines(space)`` returns one ``DeviceTimeline`` per device, ordered by name:
+- TPU and GPU: each ``/device:TPU:N`` (or GPU) plane; busy time is its "XLA Modules" line
+  (else "XLA Ops", else every non-derived line), merged.
+- CPU XLA device (no accelerator planes): the PJRT CPU executable's execution events
+  (``ThunkExecutor::Execute``) on the host plane, as one device ``CPU:0``.
+Busy intervals are merged, sorted, disjoint, in microseconds on the worker's clock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from xlaprof.analysis import intervals
+from xlaprof.xspace import vocabulary
+from xlaprof.xspace.events import Plane
+from xlaprof.xspace.reader import XSpaceData
+
+
+class DeviceKind(str, Enum):
+    TPU = "TPU"
+    GPU = "GPU"
+    CPU = "CPU"  # torch_xla's CPU device: executions on the host plane
+
+
+@dataclass
+class DeviceTimeline:
+    name: str  # "TPU:0", "GPU:1", "CPU:0"
+    kind: DeviceKind
+    plane: Plane
+    rows: np.ndarray  # int64: the plane's event rows whose union is the busy time
+    busy_starts: np.ndarray  # float64 us, merged
+    busy_ends: np.ndarray  # float64 us, merged
+
+    @property
+    def busy_us(self) -> float:
+        return intervals.total(self.busy_starts, self.busy_ends)
+
+
+def _timeline(name: str, kind: DeviceKind, plane: Plane, rows: np.ndarray) -> DeviceTimeline:
+    starts = plane.events.start_us[rows]
+    starts, ends = intervals.merge(starts, starts + plane.events.dur_us[rows])
+    return DeviceTimeline(name, kind, plane, rows, starts, ends)
+
+
+def _accelerator_rows(plane: Plane) -> np.ndarray:
+    by_name = {line.name: i for i, line in enumerate(plane.lines)}
+    for wanted in vocabulary.DEVICE_BUSY_LINES:
+        if wanted in by_name:
+            rows = np.flatnonzero(plane.events.line == by_name[wanted])
+            if rows.size:
+                return rows
+    busy_lines = plane.line_ids_where(lambda n: n not in vocabulary.DEVICE_DERIVED_LINES)
+    return np.flatnonzero(np.isin(plane.events.line, busy_lines))
+
+
+def device_timelines(space: XSpaceData) -> list[DeviceTimeline]:
+    timelines = []
+    for plane in space.planes:
+        match = vocabulary.DEVICE_PLANE.match(plane.name)
+        if match:
+            kind = DeviceKind(match.group("kind"))
+            timelines.append(_timeline(f"{kind.value}:{match.group('index')}", kind, plane,
+                                       _accelerator_rows(plane)))
+    if timelines:
+        return sorted(timelines, key=lambda t: (t.kind.value, int(t.name.split(":")[1])))
+    host = space.plane(vocabulary.HOST_PLANE)
+    if host is None:
+        return []
+    for names in (vocabulary.CPU_EXECUTION_EVENTS, vocabulary.CPU_EXECUTION_FALLBACK_EVENTS):
+        rows = host.rows_named(names)
+        if rows.size:
+            return [_timeline(vocabulary.CPU_DEVICE_NAME, DeviceKind.CPU, host, rows)]
+    return []

@@ -1,0 +1,216 @@
+"""Analyse a session: device timelines, idle gaps by cause, compiles, reads, steps, findings.
+
+Contract: ``analyze(session, config)`` returns a ``SessionAnalysis``, a typed result (times in
+microseconds of device time, summed over devices; ``idle_by_cause`` adds up to ``idle_us``).
+The analysis only reads the model; it never plots, never writes, and never serializes (the JSON
+contract is ``xlaprof.report.json_report``). A session opened but not read yet is read first.
+A worker whose capture shows no device activity is reported in ``errors``; a session in which
+no worker has any raises ``BadProfileError``.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xlaprof.analysis import intervals
+from xlaprof.analysis.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
+from xlaprof.analysis.compiles import CompileRecord, CompileSummary, compile_records, summarize_compiles
+from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
+from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
+from xlaprof.analysis.findings import CauseCost, ExecutionCause, Finding, rank_findings
+from xlaprof.analysis.host_activity import HostActivity
+from xlaprof.analysis.reads import ReadSummary, merge_reads, summarize_reads
+from xlaprof.analysis.steps import StepTable, step_table
+from xlaprof.analysis.worker_comparison import WorkerComparison, compare_workers
+from xlaprof.errors import BadProfileError
+from xlaprof.session import Session, Worker, storage
+from xlaprof.session.layout import debug_file_name
+from xlaprof.session.manifest import WorkerStatus
+from xlaprof.xspace.metrics import MetricsDelta, window_metrics
+
+EDGE_SPAN = -2  # marks unattributed pieces at the capture's edges in _cause_costs
+
+
+@dataclass
+class AnalysisConfig:
+    """What ``analyze`` is asked for beyond the capture: ``AnalysisConfig(debug_file="pt_debug.txt")``
+    joins a PT_XLA_DEBUG_FILE kept elsewhere to every worker's compiles and executions."""
+
+    top_gaps: int = 200  # gap pieces listed in the JSON report, largest first (all are counted)
+    debug_file: str | None = None  # a PT_XLA_DEBUG_FILE to join with every worker's compiles
+
+
+@dataclass
+class WorkerAnalysis:
+    worker: Worker
+    window: tuple[float, float]  # us on this worker's clock
+    devices: list[DeviceTimeline]
+    host: HostActivity
+    pieces: GapPieces
+    compiles: list[CompileRecord]
+    reads: ReadSummary
+    steps: StepTable
+    metrics: MetricsDelta | None  # None: the worker recorded no metric snapshots
+    debug: DebugInfo  # from the worker's PT_XLA_DEBUG_FILE; empty without one
+
+    @property
+    def busy_us(self) -> float:
+        return sum(intervals.total(*intervals.clip(d.busy_starts, d.busy_ends, *self.window)) for d in self.devices)
+
+    @property
+    def idle_us(self) -> float:
+        return float(self.pieces.dur_us.sum())
+
+    @property
+    def status(self) -> WorkerStatus:
+        return WorkerStatus(self.worker.manifest.get("status", WorkerStatus.OK.value))
+
+    def at_capture_edge(self) -> np.ndarray:
+        """Unattributed pieces touching the window's start or end. Host events already running
+        when the capture started, or still running when it stopped, are not recorded, so the
+        host's activity there is unknown rather than absent."""
+        p = self.pieces
+        touches = (p.start_us <= self.window[0]) | (p.start_us + p.dur_us >= self.window[1])
+        return touches & (p.cause == CAUSES.index(Cause.UNATTRIBUTED))
+
+
+@dataclass
+class SessionAnalysis:
+    """The result of ``analyze``: per-worker analyses, ranked findings, and session totals (times
+    in microseconds of device time, summed over devices)."""
+
+    session: Session
+    workers: list[WorkerAnalysis]
+    findings: list[Finding]
+    compiles: CompileSummary
+    reads: ReadSummary
+    comparison: WorkerComparison
+    execution_causes: list[ExecutionCause]  # from the workers' debug files, most first
+    config: AnalysisConfig
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def busy_us(self) -> float:
+        return sum(w.busy_us for w in self.workers)
+
+    @property
+    def idle_us(self) -> float:
+        return sum(w.idle_us for w in self.workers)
+
+    @property
+    def window_us(self) -> float:
+        return max((w.window[1] - w.window[0] for w in self.workers), default=0.0)
+
+    @property
+    def fallbacks(self) -> dict[str, float]:
+        return _fallbacks(self.workers)
+
+    @property
+    def idle_by_cause(self) -> dict[str, float]:
+        total = dict.fromkeys((c.value for c in CAUSES), 0.0)
+        for w in self.workers:
+            for cause, us in w.pieces.idle_by_cause().items():
+                total[cause] += us
+        return total
+
+    @property
+    def gap_count(self) -> int:
+        return sum(len(w.pieces) for w in self.workers)
+
+
+def analyze(session: Session, config: AnalysisConfig | None = None) -> SessionAnalysis:
+    """Attribute every microsecond of device idle time in ``session`` to a cause and a span.
+
+    ``session`` comes from ``Session.load(path)`` (or ``Session.open(path)``: its captures are
+    read here). ``config`` tunes the report (``AnalysisConfig``). Returns a ``SessionAnalysis``.
+    Raises ``BadProfileError`` when no worker's capture holds any device activity."""
+    config = config or AnalysisConfig()
+    session.read()
+    workers, errors = [], []
+    given = read_debug_file(config.debug_file) if config.debug_file else None  # one file for all workers
+    for worker in session.workers:
+        devices = device_timelines(worker.space)
+        if not devices:
+            errors.append(f"{worker.path}: no device activity in the capture (no /device:TPU or GPU planes "
+                          f"and no XLA CPU executions): was the worker running steps while it was captured?")
+            continue
+        workers.append(_analyze_worker(worker, devices, given or _debug_beside(session, worker)))
+    if not workers:
+        raise BadProfileError(errors[0] if errors else f"{session.path}: nothing to analyse")
+    compiles = summarize_compiles([r for w in workers for r in w.compiles])
+    reads = merge_reads([w.reads for w in workers])
+    executions = _execution_causes(workers)
+    findings = rank_findings(_cause_costs(workers), compiles, reads, _fallbacks(workers), executions)
+    return SessionAnalysis(session, workers, findings, compiles, reads, compare_workers(workers), executions,
+                           config, errors)
+
+
+def _fallbacks(workers: list[WorkerAnalysis]) -> dict[str, float]:
+    """``aten::`` CPU fallbacks in the window, summed over workers, most first."""
+    total: dict[str, float] = defaultdict(float)
+    for w in workers:
+        for op, n in (w.metrics.fallbacks if w.metrics else {}).items():
+            total[op] += n
+    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
+
+
+def _execution_causes(workers: list[WorkerAnalysis]) -> list[ExecutionCause]:
+    """Graph executions by (cause, user frame), from the workers' debug files, most first."""
+    rows = [ExecutionCause(w.worker.label, cause, frame, n)
+            for w in workers for (cause, frame), n in w.debug.executions.items()]
+    return sorted(rows, key=lambda r: -r.count)
+
+
+def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugInfo) -> WorkerAnalysis:
+    space = worker.space
+    host = HostActivity.from_space(space)
+    window = space.window_us or _event_extent(devices, host)
+    causes = CauseIntervals.from_host(host)
+    pieces = GapPieces.concat([attribute(d, i, host, causes, window) for i, d in enumerate(devices)])
+    records = compile_records(host, debug)
+    records = [r for r in records if window[0] <= r.start_us < window[1]]
+    return WorkerAnalysis(worker, window, devices, host, pieces, records, summarize_reads(host),
+                          step_table(devices, pieces, host.spans), window_metrics(host.plane), debug)
+
+
+def _event_extent(devices: list[DeviceTimeline], host: HostActivity) -> tuple[float, float]:
+    starts = [d.busy_starts[:1] for d in devices] + [host.tracing.start[:1], host.compiles.start[:1]]
+    ends = [d.busy_ends[-1:] for d in devices] + [host.tracing.end, host.compiles.end]
+    lo = min((float(s.min()) for s in starts if s.size), default=0.0)
+    hi = max((float(e.max()) for e in ends if e.size), default=lo)
+    return lo, hi
+
+
+def _debug_beside(session: Session, worker: Worker) -> DebugInfo:
+    """The worker's PT_XLA_DEBUG_FILE kept beside its capture, if any."""
+    if not storage.isdir(session.path):
+        return DebugInfo()
+    beside = storage.join(session.path, debug_file_name(storage.basename(worker.path)))
+    return read_debug_file(beside) if storage.exists(beside) else DebugInfo()
+
+
+def _cause_costs(workers: list[WorkerAnalysis]) -> list[CauseCost]:
+    lost: dict[tuple, list] = defaultdict(lambda: [0.0, 0])
+    for w in workers:
+        p = w.pieces
+        if not len(p):
+            continue
+        span = np.where(w.at_capture_edge(), EDGE_SPAN, p.span)
+        # One integer key per (cause, span): span ids start at EDGE_SPAN (-2).
+        stride = len(w.host.spans) - EDGE_SPAN
+        keys = p.cause.astype(np.int64) * stride + (span - EDGE_SPAN)
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        sums = np.bincount(inverse, weights=p.dur_us)
+        counts = np.bincount(inverse)
+        for k, key in enumerate(uniq.tolist()):
+            cause, span_id = divmod(key, stride)
+            span_id += EDGE_SPAN
+            at_edge = span_id == EDGE_SPAN
+            span_name, source = (None, None) if at_edge else w.host.spans.label(span_id)
+            entry = lost[(CAUSES[cause], span_name, source, at_edge)]
+            entry[0] += float(sums[k])
+            entry[1] += int(counts[k])
+    return [CauseCost(cause, span, source, us, n, edge)
+            for (cause, span, source, edge), (us, n) in lost.items()]

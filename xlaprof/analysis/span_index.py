@@ -1,0 +1,115 @@
+"""User spans (``xlaprof.trace`` and ``xlaprof.step``) and the lookup of the innermost one.
+
+Contract: a user span is a host event carrying a ``source`` stat (``file:line``) or a
+``step_num`` stat. ``SpanIndex.innermost_all(lines, times)`` returns, for each pair, the row
+(into the index's own arrays) of the innermost span active on that host line at that time, or
+-1. Spans on one thread nest properly, so the innermost is the latest-starting span still open.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from xlaprof.xspace import vocabulary
+from xlaprof.xspace.events import Plane
+
+NO_SPAN = "(no span)"  # the label of anything that happened outside every user span
+
+
+@dataclass
+class SpanIndex:
+    rows: np.ndarray  # int64: the span's row in the host plane's EventTable
+    name: list[str]  # span name, per span
+    source: list[str | None]  # "file:line", per span
+    step: np.ndarray  # int64 step number, -1 where the span is not a step
+    line: np.ndarray  # int32 host line
+    start: np.ndarray  # float64 us, sorted within each line
+    end: np.ndarray  # float64 us
+    parent: np.ndarray  # int64: the enclosing span on the same line, -1 at the top
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @staticmethod
+    def from_plane(plane: Plane | None) -> SpanIndex:
+        if plane is None or len(plane.stats.event) == 0:
+            return _build(plane, np.zeros(0, np.int64), {}, {})
+        sources = plane.stats.column(vocabulary.SOURCE_STAT)
+        steps = plane.stats.column(vocabulary.STEP_NUM_STAT)
+        rows = np.array(sorted(set(sources) | set(steps)), np.int64)
+        return _build(plane, rows, sources, steps)
+
+    def innermost_all(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """For each (line, time) pair, the innermost span active there, or -1."""
+        found = np.full(times.size, -1, np.int64)
+        for line in np.unique(lines).tolist():
+            lo, hi = self._line_range.get(int(line), (0, 0))
+            if hi == lo:
+                continue
+            mine = np.flatnonzero(lines == line)
+            i = np.searchsorted(self.start[lo:hi], times[mine], side="right") - 1 + lo
+            live = np.arange(mine.size)
+            # The latest span starting before t, or the nearest of its ancestors still open at t.
+            while live.size:
+                at = i[live]
+                closed = (at >= lo) & (self.end[np.maximum(at, lo)] <= times[mine[live]])
+                i[live[closed]] = self.parent[at[closed]]
+                live = live[closed]
+            found[mine] = np.where(i >= lo, i, -1)
+        return found
+
+    def label(self, i: int) -> tuple[str | None, str | None]:
+        return (self.name[i], self.source[i]) if i >= 0 else (None, None)
+
+    def busiest_line(self) -> int:
+        """The host line where user spans cover the most time (the training loop's thread)."""
+        if not len(self):
+            return -1
+        covered = np.bincount(self.line, weights=np.where(self.parent < 0, self.end - self.start, 0.0))
+        return int(np.argmax(covered))
+
+    def __post_init__(self) -> None:
+        self._line_range: dict[int, tuple[int, int]] = {}
+        if len(self):
+            bounds = np.flatnonzero(np.diff(self.line)) + 1
+            for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(self.line)]):
+                self._line_range[int(self.line[lo])] = (int(lo), int(hi))
+
+
+def _build(plane: Plane | None, rows: np.ndarray, sources: dict, steps: dict) -> SpanIndex:
+    if plane is None or rows.size == 0:
+        empty_f, empty_i = np.zeros(0), np.zeros(0, np.int64)
+        return SpanIndex(empty_i, [], [], empty_i, np.zeros(0, np.int32), empty_f, empty_f, empty_i)
+    ev = plane.events
+    line, start = ev.line[rows], ev.start_us[rows]
+    end = start + ev.dur_us[rows]
+    # Sorted by line, then start; an enclosing span before the spans it encloses.
+    order = np.lexsort((-end, start, line))
+    rows, line, start, end = rows[order], line[order], start[order], end[order]
+    parent = np.full(rows.size, -1, np.int64)
+    stack: list[int] = []
+    for i in range(rows.size):
+        if i and line[i] != line[i - 1]:
+            stack.clear()
+        while stack and end[stack[-1]] <= start[i]:
+            stack.pop()
+        parent[i] = stack[-1] if stack else -1
+        stack.append(i)
+    names = [plane.names[n] for n in ev.name[rows]]
+    source = [_text(sources.get(int(r))) for r in rows]
+    step = np.array([_int(steps.get(int(r))) for r in rows], np.int64)
+    return SpanIndex(rows, names, source, step, line.astype(np.int32), start, end, parent)
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1

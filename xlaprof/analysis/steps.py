@@ -1,0 +1,81 @@
+"""Per-step breakdown: for each training step, device busy time and idle time by cause.
+
+Contract: ``step_table(devices, pieces, spans)`` returns a ``StepTable`` with one row per step
+span (``xlaprof.step`` or torch_xla's ``StepTrace``: host spans with a ``step_num``), ordered by
+start; where the host has none, one per event of the first device plane's "Steps" line (TPU
+captures; the event's name is its step number). ``busy_us`` and ``idle_us[:, code]`` are summed
+over the worker's devices (microseconds of device time, so a 4-chip host can show up to 4x the
+step's wall time), with ``code`` indexing ``attribution.CAUSES``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from xlaprof.analysis import intervals
+from xlaprof.analysis.attribution import CAUSES, GapPieces
+from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.span_index import SpanIndex
+from xlaprof.xspace import vocabulary
+
+
+@dataclass
+class StepTable:
+    step: np.ndarray  # int64 step number
+    name: list[str]
+    start_us: np.ndarray
+    end_us: np.ndarray
+    busy_us: np.ndarray  # device busy time inside the step, summed over devices
+    idle_us: np.ndarray  # (steps, len(CAUSES)) idle time by cause inside the step
+
+    def __len__(self) -> int:
+        return int(self.step.size)
+
+    @property
+    def wall_us(self) -> np.ndarray:
+        return self.end_us - self.start_us
+
+
+
+def step_table(devices: list[DeviceTimeline], pieces: GapPieces, spans: SpanIndex) -> StepTable:
+    number, name, start, end = _host_steps(spans)
+    if number.size == 0:
+        number, name, start, end = _device_steps(devices)
+    busy = np.zeros(number.size)
+    idle = np.zeros((number.size, len(CAUSES)))
+    for d, device in enumerate(devices):
+        busy += _overlap(device.busy_starts, device.busy_ends, start, end)
+        mine = pieces.device == d
+        for code in range(len(CAUSES)):
+            pick = mine & (pieces.cause == code)
+            s = pieces.start_us[pick]
+            idle[:, code] += _overlap(s, s + pieces.dur_us[pick], start, end)
+    return StepTable(number, name, start, end, busy, idle)
+
+
+def _host_steps(spans: SpanIndex) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    rows = np.flatnonzero((spans.step >= 0) & (spans.parent < 0)) if len(spans) else np.zeros(0, np.int64)
+    rows = rows[np.argsort(spans.start[rows], kind="stable")]
+    return spans.step[rows], [spans.name[i] for i in rows], spans.start[rows], spans.end[rows]
+
+
+def _device_steps(devices: list[DeviceTimeline]) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    for device in devices:
+        plane = device.plane
+        line = next((i for i, ln in enumerate(plane.lines) if ln.name == vocabulary.STEPS_LINE), None)
+        if line is None or device.kind is DeviceKind.CPU:
+            continue
+        rows = np.flatnonzero(plane.events.line == line)
+        rows = rows[np.argsort(plane.events.start_us[rows], kind="stable")]
+        if rows.size == 0:
+            continue
+        names = [plane.names[k] for k in plane.events.name[rows]]
+        number = np.array([int(n) if n.isdigit() else i for i, n in enumerate(names)], np.int64)
+        start = plane.events.start_us[rows]
+        return number, names, start, start + plane.events.dur_us[rows]
+    return np.zeros(0, np.int64), [], np.zeros(0), np.zeros(0)
+
+
+def _overlap(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return intervals.measure_before(starts, ends, b) - intervals.measure_before(starts, ends, a)

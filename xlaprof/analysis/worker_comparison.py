@@ -1,0 +1,96 @@
+"""Compare the workers of a multi-worker session: steps side by side, and the stragglers.
+
+Contract: ``compare_workers(workers)`` returns a ``WorkerComparison``:
+- ``step_alignment``: for each step number that every worker ran (the same step of a data- or
+  model-parallel job), each worker's wall time and start time (ns since the epoch, so a late
+  starter shows), at most ``MAX_ALIGNED_STEPS`` of them;
+- ``per_worker``: each worker's median step time and its idle time by cause inside its steps;
+- ``stragglers``: the workers whose median step is more than ``STRAGGLER_RATIO`` times the
+  median of all workers' medians, slowest first, each with how much slower and the idle cause
+  that dominates its steps (why it is slow). Empty with fewer than two workers with steps.
+Times in microseconds; workers are named by their label (``host:port``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xlaprof.analysis.attribution import CAUSES
+
+MAX_ALIGNED_STEPS = 500
+STRAGGLER_RATIO = 1.10  # a worker 10% slower per step than the typical worker is a straggler
+
+
+@dataclass(frozen=True)
+class AlignedStep:
+    step: int
+    wall_us: dict[str, float]  # worker -> the step's wall time
+    start_unix_ns: dict[str, int]  # worker -> when it started, ns since the epoch
+
+
+@dataclass(frozen=True)
+class WorkerSteps:
+    steps: int
+    median_step_us: float
+    busy_us: float  # device busy time inside steps, summed over devices
+    idle_by_cause_us: dict[str, float]  # idle time inside steps, by cause
+
+
+@dataclass(frozen=True)
+class Straggler:
+    worker: str
+    median_step_us: float
+    slower_by_us: float  # than the typical worker's median step
+    main_cause: str  # the idle cause that dominates its steps
+    main_cause_us_per_step: float
+
+
+@dataclass
+class WorkerComparison:
+    step_alignment: list[AlignedStep] = field(default_factory=list)
+    per_worker: dict[str, WorkerSteps] = field(default_factory=dict)
+    stragglers: list[Straggler] = field(default_factory=list)
+
+
+def compare_workers(workers: list) -> WorkerComparison:
+    stepped = [w for w in workers if len(w.steps)]
+    per_worker = {}
+    for w in stepped:
+        idle = w.steps.idle_us.sum(axis=0)
+        per_worker[w.worker.label] = WorkerSteps(
+            len(w.steps), float(np.median(w.steps.wall_us)), float(w.steps.busy_us.sum()),
+            {c.value: float(idle[k]) for k, c in enumerate(CAUSES)})
+    return WorkerComparison(_align(stepped), per_worker, _stragglers(stepped, per_worker))
+
+
+def _align(workers: list) -> list[AlignedStep]:
+    if len(workers) < 2:
+        return []
+    common = set(workers[0].steps.step.tolist())
+    for w in workers[1:]:
+        common &= set(w.steps.step.tolist())
+    rows = []
+    for n in sorted(common)[:MAX_ALIGNED_STEPS]:
+        wall, start = {}, {}
+        for w in workers:
+            i = int(np.flatnonzero(w.steps.step == n)[0])
+            wall[w.worker.label] = float(w.steps.wall_us[i])
+            start[w.worker.label] = int(w.worker.space.origin_ns + w.steps.start_us[i] * 1000)
+        rows.append(AlignedStep(int(n), wall, start))
+    return rows
+
+
+def _stragglers(workers: list, per_worker: dict[str, WorkerSteps]) -> list[Straggler]:
+    if len(workers) < 2:
+        return []
+    typical = float(np.median([p.median_step_us for p in per_worker.values()]))
+    found = []
+    for w in workers:
+        mine = per_worker[w.worker.label]
+        if typical <= 0 or mine.median_step_us <= STRAGGLER_RATIO * typical:
+            continue
+        cause, cause_us = max(mine.idle_by_cause_us.items(), key=lambda kv: kv[1])
+        found.append(Straggler(w.worker.label, mine.median_step_us, mine.median_step_us - typical, cause,
+                               cause_us / max(mine.steps, 1)))
+    return sorted(found, key=lambda s: -s.slower_by_us)

@@ -1,0 +1,9 @@
+"""Renderers of an analysis for people and tools: ``text`` (the terminal report of
+``xlaprof analyze``) and ``json_report`` (the JSON contract of ``xlaprof analyze --json``).
+They read ``xlaprof.analysis`` results and never compute an analysis themselves."""
+from __future__ import annotations
+
+from xlaprof.report.json_report import analysis_json
+from xlaprof.report.text import render_text
+
+__all__ = ["analysis_json", "render_text"]

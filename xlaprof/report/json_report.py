@@ -1,0 +1,104 @@
+"""The JSON report of ``xlaprof analyze --json``: the contract other tools rely on, built here only.
+
+Contract: ``analysis_json(analysis)`` returns one JSON-ready dict with at least the keys of
+docs/ARCHITECTURE.md's contract (times in microseconds of device time, summed over devices;
+``idle_by_cause_us`` adds up to ``device_idle_us``): session, workers, window_us,
+device_busy_us, device_idle_us, idle_by_cause_us, compiles, transfers_from_device, gaps (the
+``config.top_gaps`` largest pieces, in worker/device/time order), gaps_total, findings (ranked),
+steps, metrics, compile_events, execution_causes, step_alignment, per_worker, stragglers,
+event_count, errors. Keys may be added; the listed ones never move or change meaning.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+
+from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
+from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis.compiles import CompileSummary
+from xlaprof.analysis.findings import Finding
+from xlaprof.analysis.reads import ReadSummary
+from xlaprof.analysis.steps import StepTable
+from xlaprof.analysis.worker_comparison import WorkerComparison
+
+MAX_EXECUTION_CAUSES = 50  # (cause, frame) rows of the debug files listed
+
+
+def analysis_json(analysis: SessionAnalysis) -> dict:
+    return {
+        "session": analysis.session.path,
+        "workers": [worker_json(w) for w in analysis.workers],
+        "window_us": analysis.window_us,
+        "device_busy_us": analysis.busy_us,
+        "device_idle_us": analysis.idle_us,
+        "idle_by_cause_us": analysis.idle_by_cause,
+        "compiles": compiles_json(analysis.compiles),
+        "transfers_from_device": reads_json(analysis.reads),
+        "gaps": gap_rows(analysis, largest=analysis.config.top_gaps),
+        "gaps_total": analysis.gap_count,
+        "findings": [finding_json(f) for f in analysis.findings],
+        "steps": {w.worker.label: steps_json(w.steps) for w in analysis.workers},
+        "metrics": {w.worker.label: w.metrics.to_json() if w.metrics else None for w in analysis.workers},
+        "compile_events": [dict(asdict(r), worker=w.worker.label) for w in analysis.workers for r in w.compiles],
+        "execution_causes": [asdict(row) for row in analysis.execution_causes[:MAX_EXECUTION_CAUSES]],
+        **comparison_json(analysis.comparison),
+        "event_count": analysis.session.event_count,
+        "errors": analysis.errors,
+    }
+
+
+def worker_json(w: WorkerAnalysis) -> dict:
+    return {"host": w.worker.label, "name": w.worker.name, "devices": [d.name for d in w.devices],
+            "busy_us": w.busy_us, "idle_us": w.idle_us, "window_us": w.window[1] - w.window[0],
+            "idle_by_cause_us": w.pieces.idle_by_cause(), "steps": len(w.steps), "status": w.status.value}
+
+
+def compiles_json(compiles: CompileSummary) -> dict:
+    return {"count": compiles.count, "total_us": compiles.total_us, "by_span": compiles.by_span,
+            "by_graph_hash": compiles.by_graph_hash, "recompiled_spans": compiles.recompiled_spans,
+            "trigger_by_span": {span: asdict(t) for span, t in compiles.trigger_by_span.items()}}
+
+
+def reads_json(reads: ReadSummary) -> dict:
+    return asdict(reads)
+
+
+def finding_json(f: Finding) -> dict:
+    return dict(asdict(f), kind=f.kind.value)
+
+
+def steps_json(steps: StepTable) -> list[dict]:
+    return [{"step": int(steps.step[i]), "name": steps.name[i], "start_us": float(steps.start_us[i]),
+             "wall_us": float(steps.end_us[i] - steps.start_us[i]), "busy_us": float(steps.busy_us[i]),
+             "idle_by_cause_us": {c.value: float(steps.idle_us[i, k]) for k, c in enumerate(CAUSES)}}
+            for i in range(len(steps))]
+
+
+def comparison_json(comparison: WorkerComparison) -> dict:
+    return {"step_alignment": [asdict(row) for row in comparison.step_alignment],
+            "per_worker": {label: asdict(row) for label, row in comparison.per_worker.items()},
+            "stragglers": [asdict(s) for s in comparison.stragglers]}
+
+
+def gap_rows(analysis: SessionAnalysis, largest: int | None = None) -> list[dict]:
+    """Gap pieces as rows, by worker, device and time; only the ``largest`` ones if given."""
+    workers = analysis.workers
+    if largest is not None:
+        durations = np.concatenate([w.pieces.dur_us for w in workers]) if workers else np.zeros(0)
+        cutoff = np.sort(durations)[-largest] if 0 < largest < durations.size else -np.inf
+    rows = []
+    for w in workers:
+        p = w.pieces
+        edge = w.at_capture_edge()
+        chosen = np.flatnonzero(p.dur_us >= cutoff) if largest is not None else range(len(p))
+        for i in chosen:
+            span, source = w.host.spans.label(int(p.span[i]))
+            rows.append({"worker": w.worker.label, "device": w.devices[p.device[i]].name,
+                         "start_us": float(p.start_us[i]), "dur_us": float(p.dur_us[i]),
+                         "cause": CAUSES[p.cause[i]].value, "span": span, "source": source,
+                         "at_capture_edge": bool(edge[i])})
+    if largest is not None and len(rows) > largest:  # ties at the cutoff
+        keep = sorted(range(len(rows)), key=lambda r: -rows[r]["dur_us"])[:largest]
+        rows = [rows[r] for r in sorted(keep)]
+    return rows

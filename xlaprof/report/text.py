@@ -1,0 +1,72 @@
+"""The terminal report of ``xlaprof analyze``: summary, causes, findings, top gaps, compiles.
+
+Contract: ``render_text(analysis, top=10)`` returns plain text (no colour codes, fits 100
+columns) that leads with what to fix: the ranked findings with span, file:line, time lost and
+advice. Times are formatted by ``xlaprof.units.format_duration``; percentages are of device time.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from xlaprof.analysis import SessionAnalysis
+from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.report.json_report import analysis_json
+from xlaprof.units import format_duration as _t
+
+WIDTH = 100
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:5.1f}%" if whole > 0 else "    -"
+
+
+def _rule(title: str) -> str:
+    return f"\n{title}\n{'-' * len(title)}\n"
+
+
+def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
+    data = analysis_json(analysis)
+    out = [f"xlaprof analysis of {data['session']}\n"]
+    busy, idle = data["device_busy_us"], data["device_idle_us"]
+    device_time = busy + idle
+    devices = sum(len(w["devices"]) for w in data["workers"])
+    out.append(f"window {_t(data['window_us'])} on {len(data['workers'])} worker(s), {devices} device(s); "
+               f"{data['event_count']:,} events\n")
+    out.append(f"device busy {_t(busy)} ({_pct(busy, device_time).strip()}), "
+               f"idle {_t(idle)} ({_pct(idle, device_time).strip()})\n")
+    for error in data["errors"]:
+        out.append(f"warning: {error}\n")
+
+    out.append(_rule("Idle time by cause"))
+    for cause, us in sorted(data["idle_by_cause_us"].items(), key=lambda kv: -kv[1]):
+        out.append(f"  {cause:<22} {_t(us):>12}  {_pct(us, idle)} of idle\n")
+
+    out.append(_rule("Findings (fix these first)"))
+    if not data["findings"]:
+        out.append("  none: the device was never idle in the window\n")
+    advised: set[str] = set()
+    for rank, f in enumerate(data["findings"][:top], 1):
+        where = f"{f['span'] or NO_SPAN}" + (f" at {f['source']}" if f["source"] else "")
+        out.append(f"{rank:>2}. [{f['kind']}] {_t(f['lost_us'])} lost: {where}\n")
+        out.append(textwrap.fill(f["detail"], WIDTH, initial_indent="     ", subsequent_indent="     ") + "\n")
+        advice = f["advice"] if f["kind"] not in advised else f"as for [{f['kind']}] above"
+        advised.add(f["kind"])
+        out.append(textwrap.fill("fix: " + advice, WIDTH, initial_indent="     ",
+                                 subsequent_indent="          ") + "\n")
+
+    out.append(_rule(f"Largest idle gaps (of {data['gaps_total']:,})"))
+    for g in sorted(data["gaps"], key=lambda g: -g["dur_us"])[:top]:
+        out.append(f"  {g['worker']:<18} {g['device']:<7} at {_t(g['start_us']):>11}  {_t(g['dur_us']):>10}  "
+                   f"{g['cause']:<21} {g['span'] or '-'}\n")
+
+    compiles = data["compiles"]
+    out.append(_rule("Compilations"))
+    out.append(f"  {compiles['count']} compile(s), {_t(compiles['total_us'])}\n")
+    for span, n in list(compiles["recompiled_spans"].items())[:top]:
+        out.append(f"  recompiled: {span} compiled {n} different graphs (shapes change between steps?)\n")
+    reads = data["transfers_from_device"]
+    out.append(_rule("Blocking reads (TransferFromDevice)"))
+    out.append(f"  {reads['count']} read(s), transfer {_t(reads['total_us'])}, host blocked {_t(reads['blocked_us'])}\n")
+    for span, n in list(reads["by_span"].items())[:top]:
+        out.append(f"  {n:>6} in {span}\n")
+    return "".join(out)

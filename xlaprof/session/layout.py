@@ -1,0 +1,107 @@
+"""Where sessions live on disk: TensorBoard/XProf's layout, so a capture also opens in TensorBoard.
+
+Layout::
+
+    <logdir>/plugins/profile/<run>/<host>_<port>.xplane.pb          one per worker
+    <logdir>/plugins/profile/<run>/<host>_<port>.pt_xla_debug.txt   the worker's PT_XLA_DEBUG_FILE, if kept
+    <logdir>/plugins/profile/<run>/xlaprof.json                     the manifest (written last)
+
+Contract:
+- ``list_sessions(logdir)`` lists complete sessions, newest first. A run directory being written
+  is staged under a dot-name and renamed when whole, so it is never listed half-written. A run
+  whose manifest is unreadable is listed with ``manifest == {"error": ...}``.
+- ``new_run_name`` never returns the name of an existing or staged run: a capture never
+  overwrites another. It raises ``ValueError`` for a name that is not letters, digits, ``_-.``.
+- The file suffixes are defined here and nowhere else.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from xlaprof.errors import BadProfileError
+from xlaprof.session import storage
+from xlaprof.session.manifest import read_manifest
+
+XPLANE_SUFFIX = ".xplane.pb"
+DEBUG_FILE_SUFFIX = ".pt_xla_debug.txt"
+STAGING_SUFFIX = ".partial"
+_WORKER_FILE = re.compile(r"^(?P<host>.+?)(?:_(?P<port>\d+))?\.xplane\.pb$")
+_RUN_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
+def profile_root(logdir: str) -> str:
+    return storage.join(logdir, "plugins", "profile")
+
+
+def worker_file_name(host: str, port: int | None) -> str:
+    safe_host = re.sub(r"[^A-Za-z0-9.\-]", "-", host)
+    return f"{safe_host}_{port}{XPLANE_SUFFIX}" if port is not None else f"{safe_host}{XPLANE_SUFFIX}"
+
+
+def debug_file_name(capture_file: str) -> str:
+    """The name a worker's PT_XLA_DEBUG_FILE is kept under, beside its capture."""
+    return capture_file[: -len(XPLANE_SUFFIX)] + DEBUG_FILE_SUFFIX
+
+
+def is_capture_file(name: str) -> bool:
+    return name.endswith(XPLANE_SUFFIX) and not name.startswith(".")
+
+
+def worker_identity(path: str) -> tuple[str, str, int | None]:
+    """(name, host, port) of a capture file named ``<host>_<port>.xplane.pb``."""
+    base = storage.basename(path)
+    match = _WORKER_FILE.match(base)
+    host = match.group("host") if match else base
+    port = int(match.group("port")) if match and match.group("port") else None
+    return base[: -len(XPLANE_SUFFIX)], host, port
+
+
+def new_run_name(logdir: str, name: str | None = None) -> str:
+    """A run name that no existing (or staged) run of this logdir has."""
+    base = name or time.strftime("%Y_%m_%d_%H_%M_%S")
+    if not _RUN_NAME.fullmatch(base) or base.startswith("."):
+        raise ValueError(f"run name {base!r} must be letters, digits, '_', '-' or '.'")
+    taken = {entry.lstrip(".").split(STAGING_SUFFIX)[0] for entry in storage.listdir(profile_root(logdir))}
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def staging_name(run: str) -> str:
+    """The hidden name a run is written under until it is whole."""
+    return f".{run}{STAGING_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    path: str  # the run directory
+    run: str
+    created_unix: float  # seconds since the epoch: the manifest's, else the first capture's mtime
+    workers: list[str]  # capture file names without the suffix
+    manifest: dict
+
+
+def list_sessions(logdir: str) -> list[SessionSummary]:
+    """Complete sessions under ``logdir``, newest first."""
+    root = profile_root(logdir)
+    found = []
+    for run in storage.listdir(root):
+        if run.startswith("."):
+            continue  # staged, not yet whole
+        run_dir = storage.join(root, run)
+        files = [f for f in storage.listdir(run_dir) if is_capture_file(f)]
+        if not files:
+            continue
+        try:
+            manifest = read_manifest(run_dir)
+        except BadProfileError as exc:  # one bad run must not hide the others; opening it says why
+            manifest = {"error": str(exc)}
+        created = manifest.get("created_unix") or storage.mtime(storage.join(run_dir, files[0]))
+        found.append(SessionSummary(run_dir, run, float(created), [f[: -len(XPLANE_SUFFIX)] for f in files],
+                                    manifest))
+    found.sort(key=lambda s: (s.created_unix, s.run), reverse=True)
+    return found

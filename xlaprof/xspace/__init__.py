@@ -1,0 +1,8 @@
+"""Reading captures: the XSpace wire schema, a columnar decoder, and the names inside captures.
+
+Modules: ``schema`` (message classes wire-compatible with the profiler's ``xplane.proto``),
+``wire`` (numpy decoding of event and stat bytes), ``reader`` (``read_xspace``: a file into the
+columnar ``events`` model), ``vocabulary`` (every event and stat name xlaprof looks for),
+``metrics`` (the torch_xla metric snapshots a worker records into its capture).
+Nothing here needs torch, torch_xla or xprof.
+"""

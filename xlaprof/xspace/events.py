@@ -1,0 +1,93 @@
+"""The columnar event model: planes of events as numpy arrays, names interned per plane.
+
+Contract:
+- ``EventTable`` holds one row per timed event, in four equal-length columns:
+  ``line`` (int32, index into ``Plane.lines``), ``name`` (int32, index into ``Plane.names``),
+  ``start_us`` (float64, microseconds since the worker's origin, see ``reader``) and
+  ``dur_us`` (float64, microseconds). Rows are in capture order, not sorted.
+- ``StatTable`` is sparse: it holds the stats of the events that carry any, on the planes
+  whose stats were read (host planes). ``event`` (int64 row of the EventTable), ``key``
+  (int32 index into ``StatTable.keys``) and ``value`` (a Python list, int/float/str/bytes).
+- A ``Plane`` never holds a Python object per event: a TPU capture holds millions of events.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EventTable:
+    line: np.ndarray  # int32: index into Plane.lines
+    name: np.ndarray  # int32: index into Plane.names
+    start_us: np.ndarray  # float64: microseconds since the worker origin
+    dur_us: np.ndarray  # float64: microseconds
+
+    def __len__(self) -> int:
+        return int(self.name.shape[0])
+
+    @staticmethod
+    def empty() -> EventTable:
+        return EventTable(np.zeros(0, np.int32), np.zeros(0, np.int32),
+                          np.zeros(0, np.float64), np.zeros(0, np.float64))
+
+
+@dataclass(frozen=True)
+class StatTable:
+    keys: list[str]  # stat names, interned
+    event: np.ndarray  # int64: row in the plane's EventTable
+    key: np.ndarray  # int32: index into keys
+    value: list  # one Python value per row (int, float, str or bytes)
+
+    @staticmethod
+    def empty() -> StatTable:
+        return StatTable([], np.zeros(0, np.int64), np.zeros(0, np.int32), [])
+
+    def column(self, key: str) -> dict[int, object]:
+        """{event row: value} of one stat, e.g. ``column("source")``."""
+        try:
+            key_id = self.keys.index(key)
+        except ValueError:
+            return {}
+        rows = np.flatnonzero(self.key == key_id)
+        return {int(self.event[r]): self.value[r] for r in rows}
+
+    def of_event(self, row: int) -> dict[str, object]:
+        hits = np.flatnonzero(self.event == row)
+        return {self.keys[self.key[h]]: self.value[h] for h in hits}
+
+
+@dataclass(frozen=True)
+class Line:
+    id: int
+    name: str
+    display_name: str
+
+
+@dataclass
+class Plane:
+    name: str
+    lines: list[Line]
+    names: list[str]  # interned event names; EventTable.name indexes this list
+    events: EventTable
+    stats: StatTable = field(default_factory=StatTable.empty)
+    plane_stats: dict[str, object] = field(default_factory=dict)
+
+    def name_ids(self, wanted: set[str] | list[str] | tuple[str, ...]) -> np.ndarray:
+        """The interned ids of those of ``wanted`` that occur in this plane."""
+        wanted = set(wanted)
+        return np.array([i for i, n in enumerate(self.names) if n in wanted], np.int32)
+
+    def rows_named(self, wanted: set[str] | list[str] | tuple[str, ...]) -> np.ndarray:
+        """Row indices of the events whose name is in ``wanted``."""
+        ids = self.name_ids(wanted)
+        if ids.size == 0:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(np.isin(self.events.name, ids))
+
+    def line_ids_where(self, predicate) -> np.ndarray:
+        return np.array([i for i, line in enumerate(self.lines) if predicate(line.name)], np.int32)
+
+    def __len__(self) -> int:
+        return len(self.events)

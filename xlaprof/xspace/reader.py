@@ -1,0 +1,218 @@
+"""Read an ``*.xplane.pb`` (a serialized XSpace) into the columnar model of ``events``.
+
+Contract:
+- ``read_xspace(data, source=...)`` returns an ``XSpaceData`` for the bytes of a capture (the
+  session package reads files; see ``Session.read``). It needs no torch, torch_xla or xprof.
+- Times: every event's ``start_us`` is measured from the worker's origin, ``origin_ns`` (the
+  profile start time recorded in the capture, else the earliest line timestamp), so one worker's
+  planes share one clock; ``origin_ns`` (ns since the Unix epoch) aligns workers with each other.
+  Line timestamps may be absolute or, as the profiler writes them, relative to the profile start.
+- Events are decoded column-wise from their wire bytes (``wire``), never one Python object each.
+- Stats are read only for host planes (``/host:...``), and there only for the events the analyses
+  look at: those carrying a span, step or compile stat (``vocabulary.STAT_KEYS_TO_READ``), with all
+  their other stats, and the metrics snapshots. Op events (millions on a TPU's device planes, and on
+  the CPU device's host plane) carry stats no analysis needs (``hlo_op``, ``program_id``, ...).
+- Aggregated events (``num_occurrences`` instead of an offset) are not timeline events and are
+  skipped with their stats (xprof's trace viewer draws them at their line's start).
+- A file that is not a readable XSpace raises ``BadProfileError`` naming the file and the fault.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from xlaprof.errors import BadProfileError
+from xlaprof.xspace import vocabulary, wire
+from xlaprof.xspace.events import EventTable, Line, Plane, StatTable
+
+PROFILE_START_STAT = "profile_start_time"
+PROFILE_STOP_STAT = "profile_stop_time"
+CHUNK_EVENTS = 262_144  # events decoded at once (bounds the decoder's temporary arrays)
+TASK_ENVIRONMENT_PLANE = "Task Environment"
+
+
+@dataclass
+class XSpaceData:
+    source: str  # where it was read from, for messages
+    planes: list[Plane]
+    hostnames: list[str]
+    origin_ns: int  # ns since the Unix epoch; start_us = 0 there
+    window_us: tuple[float, float] | None  # the profiled window, where the capture records it
+    errors: list[str]
+    warnings: list[str]
+
+    def plane(self, name: str) -> Plane | None:
+        return next((p for p in self.planes if p.name == name), None)
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(p) for p in self.planes)
+
+
+def read_xspace(data: bytes, *, source: str = "<bytes>") -> XSpaceData:
+    space = wire.XSpaceRaw()
+    if not data:
+        raise BadProfileError(f"{source}: the file is empty, not a profile capture")
+    try:
+        space.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise BadProfileError(
+            f"{source}: not a readable XSpace profile (corrupt or truncated: {exc})") from None
+    if not space.planes or not any(p.name for p in space.planes):
+        raise BadProfileError(f"{source}: no profile planes in the file (not an XSpace capture?)")
+    start_ns, stop_ns = _profile_times(space)
+    earliest_ns = _earliest_line_ns(space)
+    origin_ns = start_ns or earliest_ns
+    # The profiler normally rewrites line timestamps relative to the profile start; older or
+    # hand-made captures keep them absolute (ns since the epoch).
+    normalized = start_ns > 0 and earliest_ns < start_ns // 2
+    line_base_ns = 0 if normalized else origin_ns
+    window = (0.0, (stop_ns - start_ns) * 1e-3) if start_ns and stop_ns > start_ns else None
+    try:
+        planes = [_read_plane(p, line_base_ns) for p in space.planes if p.name != TASK_ENVIRONMENT_PLANE]
+    except ValueError as exc:
+        raise BadProfileError(f"{source}: not a readable XSpace profile (corrupt event: {exc})") from None
+    return XSpaceData(source, planes, list(space.hostnames), origin_ns, window,
+                      list(space.errors), list(space.warnings))
+
+
+def _stat_value(stat, stat_names: dict[int, str]):
+    kind = stat.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "ref_value":
+        return stat_names.get(stat.ref_value, "")
+    return getattr(stat, kind)
+
+
+def _profile_times(space) -> tuple[int, int]:
+    """(start, stop) in ns since the epoch from the Task Environment plane; 0 where absent."""
+    found = {PROFILE_START_STAT: 0, PROFILE_STOP_STAT: 0}
+    for plane in space.planes:
+        if plane.name != TASK_ENVIRONMENT_PLANE:
+            continue
+        names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for stat in plane.stats:
+            value = _stat_value(stat, names)
+            if names.get(stat.metadata_id) in found and isinstance(value, int) and value > 0:
+                found[names[stat.metadata_id]] = value
+    return found[PROFILE_START_STAT], found[PROFILE_STOP_STAT]
+
+
+def _earliest_line_ns(space) -> int:
+    stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if len(line.events)]
+    return min(stamps) if stamps else 0
+
+
+def _read_plane(plane, line_base_ns: int) -> Plane:
+    metadata_ids = sorted(plane.event_metadata.keys())
+    names = [plane.event_metadata[i].name or plane.event_metadata[i].display_name
+             for i in metadata_ids]
+    id_lookup = np.asarray(metadata_ids, np.int64)
+    want_stats = plane.name.startswith("/host:")
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    stat_keys: dict[str, int] = {}
+    wanted_stat_ids = np.array([k for k, name in stat_names.items() if name in vocabulary.STAT_KEYS_TO_READ], np.int64)
+    snapshot_ids = np.array([i for i in metadata_ids if plane.event_metadata[i].name == vocabulary.METRICS_EVENT],
+                            np.int64)
+
+    lines: list[Line] = []
+    columns: list[tuple] = []  # per chunk: (line, metadata id, start_us, dur_us)
+    stat_parts: list[tuple[np.ndarray, np.ndarray, list]] = []  # per chunk: (row, key, values)
+    base_row = 0
+    for line_index, line, chunk in _chunks(plane.lines, lines):
+        raw = wire.decode_events(chunk)
+        keep = ~raw.aggregated
+        count = int(keep.sum())
+        columns.append((np.full(count, line_index, np.int32), raw.metadata_id[keep],
+                        (line.timestamp_ns - line_base_ns) * 1e-3 + raw.offset_ps[keep] * 1e-6,
+                        raw.duration_ps[keep] * 1e-6))
+        if want_stats and raw.stat_event.size:
+            # Rows of the kept events; stats of aggregated events go with them.
+            row_of = np.cumsum(keep) - 1 + base_row
+            # In encoding order (the wire walk yields them by field position), with their row.
+            with_row = np.argsort(raw.stat_start, kind="stable")
+            with_row = with_row[keep[raw.stat_event[with_row]]]
+            stat_parts.append(_line_stats(raw, with_row, row_of, stat_names, stat_keys,
+                                          wanted_stat_ids, snapshot_ids))
+        base_row += count
+
+    if columns:
+        line_col, meta, start_us, dur_us = (np.concatenate(c) for c in zip(*columns))
+        name_index = np.searchsorted(id_lookup, meta).astype(np.int32)
+        unknown = (name_index >= len(id_lookup)) | (id_lookup[np.minimum(name_index, len(id_lookup) - 1)] != meta) \
+            if len(id_lookup) else np.ones(meta.shape, bool)
+        if unknown.any():
+            # Events whose metadata is missing keep a visible placeholder name.
+            names = names + ["<unknown event>"]
+            name_index[unknown] = len(names) - 1
+        table = EventTable(line_col, name_index, start_us, dur_us)
+    else:
+        table = EventTable.empty()
+    if stat_parts:
+        rows, keys, values = zip(*stat_parts)
+        stats = StatTable(list(stat_keys), np.concatenate(rows), np.concatenate(keys).astype(np.int32),
+                          [v for part in values for v in part])
+    else:
+        stats = StatTable.empty()
+    plane_stats = {stat_names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, stat_names)
+                   for s in plane.stats}
+    return Plane(plane.name, lines, names, table, stats, plane_stats)
+
+
+def _chunks(xlines, lines: list[Line]):
+    """(line index, line, events) in chunks of at most CHUNK_EVENTS, filling ``lines`` on the way:
+    decoding temporaries stay bounded however long a line is."""
+    for line_index, line in enumerate(xlines):
+        lines.append(Line(line.id, line.name, line.display_name or line.name))
+        count = len(line.events)
+        for lo in range(0, count, CHUNK_EVENTS):
+            yield line_index, line, line.events[lo:lo + CHUNK_EVENTS]
+
+
+def _line_stats(raw: wire.RawEvents, candidates: np.ndarray, row_of: np.ndarray, stat_names: dict[int, str],
+                stat_keys: dict[str, int], wanted_stat_ids: np.ndarray,
+                snapshot_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+    """Of the line's stats at ``candidates``, those worth reading (see the module docstring), as
+    (event row, interned key, value)."""
+    owners = raw.stat_event[candidates]
+    lead = wire.leading_stat_ids(raw.buffer, raw.stat_start[candidates], raw.stat_len[candidates])
+    marked = np.zeros(raw.metadata_id.size, bool)
+    marked[owners[np.isin(lead, wanted_stat_ids) | (lead < 0)]] = True  # unknown: decode to see
+    marked |= np.isin(raw.metadata_id, snapshot_ids)
+    maybe = candidates[marked[owners]]
+    decoded = wire.decode_stats(raw.buffer, raw.stat_start[maybe], raw.stat_len[maybe])
+    owners = raw.stat_event[maybe]
+    marked[:] = False
+    marked[owners[np.isin(decoded.metadata_id, wanted_stat_ids)]] = True
+    marked |= np.isin(raw.metadata_id, snapshot_ids)
+    keep = np.flatnonzero(marked[owners])
+    metadata_id, kinds = decoded.metadata_id[keep], decoded.kind[keep]
+    key_of = {}
+    seen, first = np.unique(metadata_id, return_index=True)
+    for stat_id in seen[np.argsort(first)].tolist():  # keys interned in order of appearance
+        key = stat_names.get(stat_id, str(stat_id))
+        key_of[stat_id] = stat_keys.setdefault(key, len(stat_keys))
+    keys = np.array([key_of[m] for m in metadata_id.tolist()], np.int64)
+    values = [_raw_value(raw.buffer, kind, bits, start, length, stat_names) for kind, bits, start, length in
+              zip(kinds.tolist(), decoded.bits[keep].tolist(), decoded.start[keep].tolist(),
+                  decoded.length[keep].tolist())]
+    return row_of[owners[keep]], keys, values
+
+
+def _raw_value(buffer: np.ndarray, kind: int, bits: int, start: int, length: int, stat_names: dict[int, str]):
+    if kind == wire.STAT_REF:
+        return stat_names.get(bits, "")
+    if kind == wire.STAT_INT64:
+        return bits - (1 << 64) if bits >= 1 << 63 else bits
+    if kind == wire.STAT_UINT64:
+        return bits
+    if kind == wire.STAT_DOUBLE:
+        return float(np.uint64(bits).view(np.float64))
+    if kind == wire.STAT_STR:
+        return buffer[start:start + length].tobytes().decode("utf-8", errors="replace")
+    if kind == wire.STAT_BYTES:
+        return buffer[start:start + length].tobytes()
+    return None

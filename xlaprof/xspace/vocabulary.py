@@ -1,0 +1,65 @@
+"""The names torch_xla, PJRT and XLA give their profiler events and stats, grouped by meaning.
+
+Contract: the only place that knows event names. Checked against torch_xla 2.9 captures on
+the CPU device (host plane) and the TPU plane layout (``/device:TPU:N`` with an "XLA Modules"
+line). Older names are kept beside newer ones where torch_xla renamed an event.
+"""
+from __future__ import annotations
+
+import re
+
+HOST_PLANE = "/host:CPU"
+DEVICE_PLANE = re.compile(r"^/device:(?P<kind>TPU|GPU):(?P<index>\d+)$")
+
+# Device busy time on accelerator planes, best line first.
+DEVICE_BUSY_LINES = ("XLA Modules", "XLA Ops")
+# Lines of a device plane that are derived summaries, not execution.
+DEVICE_DERIVED_LINES = frozenset({
+    "Steps", "XLA TraceMe", "Framework Name Scope", "Framework Ops", "Source code",
+    "TensorFlow Name Scope", "TensorFlow Ops", "SparseCore Ops", "Launch Stats",
+})
+STEPS_LINE = "Steps"
+
+# On the CPU XLA device the compiled program runs on PJRT CPU client threads of the host plane.
+CPU_EXECUTION_EVENTS = ("ThunkExecutor::Execute",)
+CPU_EXECUTION_FALLBACK_EVENTS = ("PjRtCpuExecutable::ExecuteHelper",)
+CPU_DEVICE_NAME = "CPU:0"
+
+TRANSFER_FROM_DEVICE = frozenset({
+    "PjRtComputationClient::TransferFromDevice", "PjRtComputationClient::TransferFromServer",
+})
+TRANSFER_TO_DEVICE = frozenset({
+    "PjRtComputationClient::TransferToDevice", "PjRtComputationClient::TransferToServer",
+})
+# The graph-level compile (carries graph_hash) and the backend compile inside it.
+GRAPH_COMPILE = frozenset({"XLAGraphExecutor::Compile"})
+BACKEND_COMPILE = frozenset({"PjRtComputationClient::Compile"})
+# A blocking read waits here for the device's pending work before its transfer starts.
+SYNC_BARRIER = frozenset({"TensorCollectionBarrier"})
+# Graph tracing and sync on the host: the lazy tensor machinery working in the user's step.
+TRACING = frozenset({
+    "StepMarker", "SyncTensorsGraph", "SyncLiveTensorsGraph", "SyncTensorsGraphInternal",
+    "CollectSyncTensors", "ExtractIRAndPrepareXlaData_", "RunPostOrder", "SetTensorData",
+    "ScheduleSyncTensorsGraph", "TensorCollectionBarrier", "LTC_Tracing", "XLATensor::GetXlaData",
+    "BuildInputOutputAliases", "LoweringContext::GetComputation", "XlaGraphExecutor::RunPostOrder",
+})
+
+# The TraceMe level of xlaprof's spans and samples: the profiler records levels <= host_tracer_level.
+USER_SPAN_LEVEL = 1
+
+# Stats.
+SOURCE_STAT = "source"  # xlaprof.trace / xlaprof.step: "file:line" of the span
+STEP_NUM_STAT = "step_num"  # xlaprof.step and torch_xla's StepTrace
+STEP_ROOT_STAT = "_r"  # the profiler's step-root marker (1 on a step span)
+GRAPH_HASH_STAT = "graph_hash"  # XLAGraphExecutor::Compile
+# The reader keeps the stats of host events that carry one of these (see reader).
+STAT_KEYS_TO_READ = frozenset({SOURCE_STAT, STEP_NUM_STAT, GRAPH_HASH_STAT})
+
+# The worker-side metrics sampler of collectors/ emits this event with the counters as stats,
+# and these facts about the worker beside them.
+METRICS_EVENT = "xlaprof.metrics"
+FACT_TORCH_XLA_VERSION = "torch_xla_version"
+FACT_DEBUG_FILE = "pt_xla_debug_file"  # the worker's PT_XLA_DEBUG_FILE, as an absolute path
+FACT_PID = "pid"
+FACT_ORDINAL = "ordinal"  # the local process rank under a multi-process launcher
+FACT_KEYS = (FACT_TORCH_XLA_VERSION, FACT_DEBUG_FILE, FACT_PID, FACT_ORDINAL)
