@@ -26,7 +26,8 @@ from tests.support.dashboard_harness import DashboardServer, chromium  # noqa: E
 
 TARGET_S = 3.0
 FULL = ("document.querySelector('#findings .finding') && document.querySelector('#timeline .js-plotly-plot .bars')"
-        " && document.querySelector('#gaps-table td') && document.querySelector('#steps-chart .scatterlayer .trace')")
+        " && document.querySelector('#gaps-table .ag-row .ag-cell')"
+        " && document.querySelector('#steps-chart .scatterlayer .trace')")
 
 
 def _render(url: str, profile: str, visits: int = 1) -> float:

@@ -5,18 +5,17 @@ message for an id that names no session (hostile ids included), one clear error 
 that fails to load, else the full page. ``search`` may carry ``?from_ms=..&to_ms=..`` (malformed
 values are ignored). ``register(app, state)`` adds the callbacks: zoom, pan, reset and a click
 on a gap row redraw the timeline from ``timeline_view.view`` for the new range (detail is fetched
-from the server as the range narrows); the gaps table is paged, sorted and filtered on the server
+from the server as the range narrows); the gaps grid is paged, sorted and filtered on the server
 by ``gap_table.gap_page``. Callbacks only ask xlaprof and draw.
 """
 from __future__ import annotations
 
-import warnings
-
-from dash import Dash, Input, Output, State, ctx, dash_table, dcc, html, no_update
+from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
 from dashboard.figures import COLORS, idle_donut, step_chart, timeline_figure, worker_chart
+from dashboard.grid import Column, ColumnKind, rows_response, server_grid, table_grid
 from dashboard.state import AppState
 from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.gap_table import gap_page, gap_range
@@ -24,22 +23,18 @@ from dashboard.views.overview import compile_rows, step_series, worker_rows
 from dashboard.views.timeline import SessionTimeline, TimelineView, ViewConfig, parse_range_query, parse_relayout, view
 from xlaprof.errors import RunNotFoundError, XlaprofError
 
-# DataTable is deprecated in favour of dash-ag-grid, another dependency; it still does all we need.
-warnings.filterwarnings("ignore", message=r"\s*The dash_table.DataTable will be removed", category=DeprecationWarning)
-
-GAP_PAGE_SIZE = 15
-GAP_DEFAULT_SORT = [{"column_id": "dur_ms", "direction": "desc"}]
-TABLE_STYLE = dict(style_table={"overflowX": "auto"}, style_as_list_view=True,
-                   style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px",
-                               "textAlign": "left", "maxWidth": "320px", "overflow": "hidden",
-                               "textOverflow": "ellipsis"},
-                   style_header={"fontWeight": "600", "background": "#f3f5f7"})
+PAGE_SIZE = 15
+NUMBER, SOURCE = ColumnKind.NUMBER, ColumnKind.SOURCE
+GAP_COLUMNS = [Column("worker", "Worker"), Column("device", "Device"), Column("start_ms", "Start (ms)", NUMBER),
+               Column("dur_ms", "Duration (ms)", NUMBER, sort="desc"),
+               Column("cause", "Cause", grow=2, colors=dict(COLORS)),
+               Column("span", "Span", grow=2), Column("source", "Source", SOURCE, grow=2)]
+COMPILE_COLUMNS = [Column("worker", "Worker", wrap=True), Column("start_ms", "Start (ms)", NUMBER),
+                   Column("dur_ms", "Duration (ms)", NUMBER), Column("span", "Span", grow=2, wrap=True),
+                   Column("source", "Source", SOURCE, grow=2), Column("graph_hash", "Graph hash", grow=2, wrap=True),
+                   Column("cause", "Cause", grow=3, wrap=True), Column("trigger", "Triggered at", SOURCE, grow=2)]
 GRAPH_CONFIG = {"displaylogo": False, "scrollZoom": True}
 GONE = "This session is no longer available: reload the page."
-
-
-def _columns(spec: list[tuple[str, str]]) -> list[dict]:
-    return [{"name": name, "id": col, "type": "numeric" if col.endswith("_ms") else "text"} for col, name in spec]
 
 
 def layout(state: AppState, run: str, search: str | None) -> html.Div:
@@ -55,7 +50,6 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
     # The figures of the whole session are the same for every visit: built once per analysis.
     figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, state.view_config))
     timeline, status = _timeline(lanes, rng, state.view_config) if rng else (figures["timeline"], figures["status"])
-    first = gap_page(state.gaps(run), "", GAP_DEFAULT_SORT, 0, GAP_PAGE_SIZE)
     return html.Div([
         dcc.Store(id="session-run", data=run),
         html.Div([html.H2(run, id="session-title"),
@@ -79,28 +73,18 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
         ], className="section", id="timeline-section"),
         html.Div([
             html.H2("Idle gaps"),
-            html.P("Every idle piece of every device. Sort by a column, filter (e.g. > 5 under Duration, "
-                   "compile under Cause); click a row to zoom the timeline to it.", className="muted"),
-            dash_table.DataTable(
-                id="gaps-table", columns=_columns([("worker", "Worker"), ("device", "Device"),
-                                                  ("start_ms", "Start (ms)"), ("dur_ms", "Duration (ms)"),
-                                                  ("cause", "Cause"), ("span", "Span"), ("source", "Source")]),
-                data=first.rows, page_action="custom", page_current=0, page_size=GAP_PAGE_SIZE,
-                page_count=first.page_count, sort_action="custom", sort_mode="multi", sort_by=GAP_DEFAULT_SORT,
-                filter_action="custom", filter_query="",
-                style_data_conditional=[{"if": {"filter_query": f'{{cause}} = "{c}"', "column_id": "cause"},
-                                         "color": colour, "fontWeight": "600"} for c, colour in COLORS.items()],
-                **TABLE_STYLE),
-            html.P(f"{first.matching:,} gaps", id="gaps-info", className="muted"),
+            html.P("Every idle piece of every device. Click a header to sort (shift-click for more columns); "
+                   "type under a header to filter (e.g. 5 under Duration keeps gaps of 5 ms or more, compile "
+                   "under Cause); click a row to zoom the timeline to it; hover a source for its full path.",
+                   className="muted"),
+            server_grid("gaps-table", GAP_COLUMNS, page_size=PAGE_SIZE, empty="No gap matches these filters."),
+            html.P(f"{len(state.gaps(run)):,} gaps", id="gaps-info", className="muted"),
         ], className="section", id="gaps-section"),
         html.Div([
             html.H2("Compiles"),
-            dash_table.DataTable(
-                id="compiles-table", data=compile_rows(analysis), page_size=15, sort_action="native",
-                filter_action="native",
-                columns=_columns([("worker", "Worker"), ("start_ms", "Start (ms)"), ("dur_ms", "Duration (ms)"),
-                                  ("span", "Span"), ("source", "Source"), ("graph_hash", "Graph hash"),
-                                  ("cause", "Cause"), ("trigger", "Triggered at")]), **TABLE_STYLE),
+            table_grid("compiles-table", COMPILE_COLUMNS, compile_rows(analysis), page_size=PAGE_SIZE,
+                       empty="No compilation during this capture: the graphs the workers ran were compiled before it "
+                             "started (or came from the persistent compilation cache)."),
         ], className="section", id="compiles-section"),
         html.Div([html.H2("Step time"),
                   dcc.Graph(id="steps-chart", figure=figures["steps"]) if figures["steps"]
@@ -156,23 +140,21 @@ def register(app: Dash, state: AppState) -> None:
 
     @app.callback(Output("timeline", "figure", allow_duplicate=True),
                   Output("timeline-status", "children", allow_duplicate=True),
-                  Input("gaps-table", "active_cell"), State("session-run", "data"), prevent_initial_call=True)
-    def show_gap(active_cell, run):
-        row_id = active_cell.get("row_id") if isinstance(active_cell, dict) else None
+                  Input("gaps-table", "cellClicked"), State("session-run", "data"), prevent_initial_call=True)
+    def show_gap(clicked, run):
+        row_id = clicked.get("rowId") if isinstance(clicked, dict) else None
         try:
             rng = gap_range(state.gaps(run), row_id)
         except XlaprofError:
             return no_update, GONE
         return _redraw(state, run, rng)
 
-    @app.callback(Output("gaps-table", "data"), Output("gaps-table", "page_count"), Output("gaps-info", "children"),
-                  Input("gaps-table", "page_current"), Input("gaps-table", "page_size"),
-                  Input("gaps-table", "sort_by"), Input("gaps-table", "filter_query"),
-                  State("session-run", "data"), prevent_initial_call=True)
-    def gaps_page(page, size, sort_by, filter_query, run):
+    @app.callback(Output("gaps-table", "getRowsResponse"), Output("gaps-info", "children"),
+                  Input("gaps-table", "getRowsRequest"), State("session-run", "data"), prevent_initial_call=True)
+    def gaps_page(request, run):
         try:
-            result = gap_page(state.gaps(run), filter_query, sort_by, page, size)
+            result = gap_page(state.gaps(run), request)
         except XlaprofError:  # the session vanished or broke since the page was drawn
-            return no_update, no_update, GONE
+            return no_update, GONE
         info = f"{result.matching:,} gaps" + (f" ({result.problem})" if result.problem else "")
-        return result.rows, result.page_count, info
+        return rows_response(result.rows, result.matching), info

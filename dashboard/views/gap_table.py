@@ -4,17 +4,19 @@ Contract:
 - ``gap_columns(analysis)`` gathers the idle pieces of all workers into ``GapColumns``, columnar,
   with start times on the session axis of ``timeline_view`` (workers aligned), labels interned.
   Build it once per analysis: a large capture has hundreds of thousands of pieces.
-- ``gap_page(gaps, filter_query, sort_by, page, page_size)`` answers one request of a table that
-  pages, sorts and filters on the server (Dash DataTable's ``custom`` actions). ``filter_query``
-  is DataTable's syntax (``{cause} contains "compile" && {dur_ms} > 5``); ``sort_by`` its list of
-  ``{"column_id", "direction"}``. Nothing a client sends makes it raise: a clause it cannot read
-  is skipped and named in ``GapPage.problem``.
+- ``gap_page(gaps, request)`` answers one ``getRowsRequest`` of AG Grid's infinite row model
+  (the grid pages, sorts and filters on the server): rows ``startRow`` to ``endRow`` (at most
+  ``MAX_BLOCK``) of the gaps that pass ``filterModel``, ordered by ``sortModel``, and how many
+  pass (the grid's row count). ``filterModel`` maps a column to AG Grid's text or number filter
+  model (``{"filterType", "type", "filter", "filterTo"}``, or ``{"operator": "AND"|"OR",
+  "conditions": [...]}``); text matches are case-insensitive; ``sortModel`` is a list of
+  ``{"colId", "sort"}``, primary first. Nothing a client sends makes it raise: a filter it cannot
+  read keeps every row and is named in ``GapPage.problem``; bad row numbers fall back to the first.
 - ``gap_range(gaps, gap_id)`` is the time range (us) that frames one gap, ``None`` for a bad id.
 Columns (``COLUMNS``): id, worker, device, start_ms, dur_ms, cause, span, source.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,12 +27,12 @@ from xlaprof.analysis.attribution import CAUSES
 
 COLUMNS = ("id", "worker", "device", "start_ms", "dur_ms", "cause", "span", "source")
 NUMERIC = {"start_ms", "dur_ms"}
-MAX_PAGE_SIZE = 500
 # A gap is framed with this much of its surroundings on each side (times its duration, at least 20 us).
 FRAME = 1.0
-_CLAUSE = re.compile(r"^\{(?P<col>[a-z_]+)\}\s*(?P<op>[si]?(?:contains|eq|ne|lt|le|gt|ge|!=|<=|>=|=|<|>))\s*"
-                     r"(?P<value>.*)$")
-_OPS = {"=": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+DEFAULT_BLOCK = 100  # rows when a request names no end
+MAX_BLOCK = 500  # the most rows one request gets
+MAX_CONDITIONS = 8  # conditions read per column filter
+MAX_NEEDLE = 500  # characters of a text filter value
 
 
 @dataclass
@@ -45,10 +47,9 @@ class GapColumns:
 
 @dataclass
 class GapPage:
-    rows: list[dict]
-    page_count: int
-    matching: int
-    problem: str | None = None
+    rows: list[dict]  # the requested block, each row a dict of COLUMNS
+    matching: int  # rows that pass the filter: the grid's row count
+    problem: str | None = None  # what of the request was ignored, for the person
 
 
 class _Interner:
@@ -86,16 +87,18 @@ def gap_columns(analysis: SessionAnalysis) -> GapColumns:
     return GapColumns(joined["start"].astype(np.float64), joined["dur"].astype(np.float64), labels)
 
 
-def gap_page(gaps: GapColumns, filter_query: object = "", sort_by: object = None, page: object = 0,
-             page_size: object = 25) -> GapPage:
-    mask, problems = _filter(gaps, filter_query)
+def gap_page(gaps: GapColumns, request: object = None) -> GapPage:
+    """One block of rows for AG Grid's infinite row model: ``request`` is its ``getRowsRequest``
+    (``startRow``, ``endRow``, ``sortModel``, ``filterModel``); anything else means the first rows."""
+    request = request if isinstance(request, dict) else {}
+    mask, problems = _filter(gaps, request.get("filterModel"))
     picked = np.flatnonzero(mask)
-    picked = picked[_order(gaps, picked, sort_by)]
-    size = min(max(_int(page_size, 25), 1), MAX_PAGE_SIZE)
-    pages = max(1, -(-picked.size // size))
-    current = min(max(_int(page, 0), 0), pages - 1)
-    rows = [_row(gaps, int(i)) for i in picked[current * size:(current + 1) * size]]
-    return GapPage(rows, pages, int(picked.size), "; ".join(problems) or None)
+    picked = picked[_order(gaps, picked, request.get("sortModel"))]
+    start = min(max(_int(request.get("startRow"), 0), 0), picked.size)
+    end = _int(request.get("endRow"), start + DEFAULT_BLOCK)
+    end = min(max(end, start + 1), start + MAX_BLOCK)
+    rows = [_row(gaps, int(i)) for i in picked[start:end]]
+    return GapPage(rows, int(picked.size), "; ".join(problems) or None)
 
 
 def gap_range(gaps: GapColumns, gap_id: object) -> tuple[float, float] | None:
@@ -119,45 +122,83 @@ def _numeric(gaps: GapColumns, col: str) -> np.ndarray:
     return (gaps.start_us if col == "start_ms" else gaps.dur_us) / AXIS_UNIT_US
 
 
-def _filter(gaps: GapColumns, query: object) -> tuple[np.ndarray, list[str]]:
+def _filter(gaps: GapColumns, model: object) -> tuple[np.ndarray, list[str]]:
     mask = np.ones(len(gaps), bool)
     problems: list[str] = []
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(model, dict):
         return mask, problems
-    for clause in query[:2000].split("&&"):
-        match = _CLAUSE.match(clause.strip())
-        col = match.group("col") if match else None
-        if match is None or (col not in NUMERIC and col not in gaps.labels):
-            problems.append(f"ignored filter '{clause.strip()[:60]}'")
+    for col, spec in list(model.items())[:len(COLUMNS)]:
+        if col not in NUMERIC and col not in gaps.labels:
+            problems.append(f"ignored the filter on unknown column '{str(col)[:40]}'")
             continue
-        op = match.group("op").lstrip("si")  # case prefixes: matching is case-insensitive anyway
-        op = _OPS.get(op, op)
-        value = match.group("value").strip().strip("\"'`")
-        if col in NUMERIC:
-            number = _float(value)
-            if number is None or op == "contains":
-                problems.append(f"ignored filter '{clause.strip()[:60]}': needs a number")
-                continue
-            data = _numeric(gaps, col)
-            mask &= {"eq": data == number, "ne": data != number, "lt": data < number, "le": data <= number,
-                     "gt": data > number, "ge": data >= number}[op]
-            continue
-        ids, labels = gaps.labels[col]
-        needle = value.lower()
-        test = {"contains": lambda s: needle in s.lower(), "eq": lambda s: s.lower() == needle,
-                "ne": lambda s: s.lower() != needle}.get(op)
-        if test is None:
-            problems.append(f"ignored filter '{clause.strip()[:60]}': text columns take contains, = or !=")
-            continue
-        matching = np.array([k for k, s in enumerate(labels) if test(s)], np.int32)
-        mask &= np.isin(ids, matching)
+        picked = _combined(gaps, col, spec)
+        if isinstance(picked, str):
+            problems.append(f"ignored the filter on {col}: {picked}")
+        else:
+            mask &= picked
     return mask, problems
 
 
-def _order(gaps: GapColumns, picked: np.ndarray, sort_by: object) -> np.ndarray:
+def _combined(gaps: GapColumns, col: str, spec: object) -> np.ndarray | str:
+    """The rows one column's filter keeps: one condition, or several joined by AND/OR."""
+    if not isinstance(spec, dict):
+        return "not a filter"
+    if "conditions" not in spec:
+        return _condition(gaps, col, spec)
+    conditions, operator = spec.get("conditions"), spec.get("operator", "AND")
+    if not isinstance(conditions, list) or not conditions or operator not in ("AND", "OR"):
+        return "needs conditions joined by AND or OR"
+    parts = [_condition(gaps, col, c) for c in conditions[:MAX_CONDITIONS]]
+    bad = [p for p in parts if isinstance(p, str)]
+    if bad:
+        return bad[0]
+    return np.logical_and.reduce(parts) if operator == "AND" else np.logical_or.reduce(parts)
+
+
+def _condition(gaps: GapColumns, col: str, spec: object) -> np.ndarray | str:
+    if not isinstance(spec, dict):
+        return "not a filter condition"
+    kind = spec.get("type") if isinstance(spec.get("type"), str) else None
+    if col in NUMERIC:
+        data = _numeric(gaps, col)
+        if kind in ("blank", "notBlank"):  # a duration or a start is never blank
+            return np.full(data.size, kind == "notBlank")
+        test = _NUMBER_TESTS.get(kind)
+        low, high = _float(spec.get("filter")), _float(spec.get("filterTo"))
+        if test is None or low is None or (kind == "inRange" and high is None):
+            return f"'{str(kind)[:30]}' needs a known comparison and a number"
+        return test(data, low, high)
+    ids, labels = gaps.labels[col]
+    if kind in ("blank", "notBlank"):
+        return (ids == 0) if kind == "blank" else (ids != 0)  # id 0 is the empty label
+    test = _TEXT_TESTS.get(kind)
+    value = spec.get("filter")
+    if test is None or not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        return f"'{str(kind)[:30]}' needs a known text comparison and a value"
+    needle = str(value)[:MAX_NEEDLE].lower()
+    keep = np.array([test(s.lower(), needle) for s in labels], bool)
+    return keep[ids]
+
+
+_NUMBER_TESTS = {
+    "equals": lambda d, a, b: d == a, "notEqual": lambda d, a, b: d != a,
+    "lessThan": lambda d, a, b: d < a, "lessThanOrEqual": lambda d, a, b: d <= a,
+    "greaterThan": lambda d, a, b: d > a, "greaterThanOrEqual": lambda d, a, b: d >= a,
+    "inRange": lambda d, a, b: (d >= min(a, b)) & (d <= max(a, b)),
+}
+_TEXT_TESTS = {
+    "contains": lambda s, n: n in s, "notContains": lambda s, n: n not in s,
+    "equals": lambda s, n: s == n, "notEqual": lambda s, n: s != n,
+    "startsWith": lambda s, n: s.startswith(n), "endsWith": lambda s, n: s.endswith(n),
+}
+
+
+def _order(gaps: GapColumns, picked: np.ndarray, sort_model: object) -> np.ndarray:
     keys = []
-    for spec in sort_by if isinstance(sort_by, list) else []:
-        col = spec.get("column_id") if isinstance(spec, dict) else None
+    for spec in sort_model[:len(COLUMNS)] if isinstance(sort_model, list) else []:
+        col = spec.get("colId") if isinstance(spec, dict) else None
+        if not isinstance(col, str):
+            continue
         if col in NUMERIC:
             key = _numeric(gaps, col)[picked]
         elif col in gaps.labels:
@@ -165,12 +206,14 @@ def _order(gaps: GapColumns, picked: np.ndarray, sort_by: object) -> np.ndarray:
             rank = np.empty(len(labels), np.int64)
             rank[np.argsort(np.array(labels, dtype=object), kind="stable")] = np.arange(len(labels))
             key = rank[ids[picked]]
+        elif col == "id":
+            key = picked
         else:
             continue
-        keys.append(-key if spec.get("direction") == "desc" else key)
+        keys.append(-key if spec.get("sort") == "desc" else key)
     if not keys:
         return np.arange(picked.size)
-    # lexsort's last key is the primary one; the table lists its primary sort first.
+    # lexsort's last key is the primary one; the grid lists its primary sort first.
     return np.lexsort(keys[::-1])
 
 
@@ -183,9 +226,11 @@ def _int(value: object, default: int) -> int:
         return default
 
 
-def _float(value: str) -> float | None:
+def _float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
         number = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     return number if np.isfinite(number) else None

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from tests.support.dashboard_harness import (
+    DEMO_SCRIPT,
     DashboardServer,
     browser_available,
     chromium,
@@ -60,10 +61,33 @@ def x_range(driver) -> list[float]:
     return driver.execute_script("return document.querySelector('#timeline .js-plotly-plot').layout.xaxis.range")
 
 
+GAP_ROWS = "[...document.querySelectorAll('#gaps-table .ag-center-cols-container .ag-row')]"
+# The grid shows empty loading rows while the server answers: a page is there when none is left.
+GAP_PAGE_LOADED = (f"{GAP_ROWS}.length > 0 && {GAP_ROWS}.every(r => !r.classList.contains('ag-row-loading') && "
+                   f"r.querySelector(\"[col-id='dur_ms']\").textContent !== '')")
+
+
 def open_session(driver, url: str) -> None:
     driver.get(url)
-    wait(driver, "document.querySelector('#timeline .js-plotly-plot .bars') && "
-                 "document.querySelector('#gaps-table td')")
+    wait(driver, f"document.querySelector('#timeline .js-plotly-plot .bars') && {GAP_PAGE_LOADED}")
+
+
+def column(driver, col: str) -> list[str]:
+    """The text of column ``col`` on the gaps grid's current page, top to bottom."""
+    return driver.execute_script(
+        f"return {GAP_ROWS}.sort((a, b) => a.getAttribute('row-index') - b.getAttribute('row-index'))"
+        f".map(r => r.querySelector(\"[col-id='{col}']\").textContent)")
+
+
+def paging(driver) -> str:
+    return text_of(driver, "#gaps-table .ag-paging-panel").replace("\n", " ")
+
+
+def wait_for_page(driver, previous: str) -> str:
+    """Wait until the grid's paging panel says something else than ``previous`` and its rows arrived."""
+    wait(driver, f"(p => p && p.innerText.replace(/\\n/g, ' ') !== {json.dumps(previous)})"
+                 f"(document.querySelector('#gaps-table .ag-paging-panel')) && {GAP_PAGE_LOADED}")
+    return paging(driver)
 
 
 def test_sessions_page_lists_sessions_and_links_to_them(site, browser):
@@ -120,7 +144,7 @@ def test_dragging_on_the_timeline_zooms_and_fetches_detail(site, browser):
 def test_clicking_a_gap_row_zooms_the_timeline_to_it(site, browser):
     open_session(browser, site.url + "/session/train")
     before = x_range(browser)
-    cell = browser.find_element("css selector", "#gaps-table td[data-dash-column='start_ms']")
+    cell = browser.find_element("css selector", "#gaps-table .ag-row[row-index='0'] .ag-cell[col-id='start_ms']")
     start_ms = float(cell.text)
     cell.click()
     wait(browser, f"(r => r[1] - r[0] < {(before[1] - before[0]) / 2})"
@@ -131,16 +155,102 @@ def test_clicking_a_gap_row_zooms_the_timeline_to_it(site, browser):
     assert severe_console_errors(browser) == []
 
 
-def test_sorting_and_filtering_the_gaps_table(site, browser):
-    from selenium.webdriver.common.keys import Keys
+def smallest_gap_start_ms(logdir: str) -> float:
+    """What the first row sorted by start must show: the earliest gap of the train session."""
+    from dashboard.views.axis import AXIS_UNIT_US
+    from dashboard.views.gap_table import gap_columns
+    from xlaprof.analysis import analyze
+    from xlaprof.session import Session
+
+    gaps = gap_columns(analyze(Session.load(os.path.join(logdir, "plugins", "profile", "train"))))
+    return float(gaps.start_us.min()) / AXIS_UNIT_US
+
+
+def test_sorting_and_paging_the_gaps_grid(site, browser):
+    open_session(browser, site.url + "/session/train")
+    total = int(text_of(browser, "#gaps-info").split()[0].replace(",", ""))
+    first = paging(browser)
+    assert f"1 to 15 of {total:,}" in first and "Page 1 of" in first
+    # The longest gaps first (the default sort), continued on the next page.
+    page1 = [float(v) for v in column(browser, "dur_ms")]
+    assert len(page1) == 15 and page1 == sorted(page1, reverse=True)
+    browser.find_element("css selector", "#gaps-table .ag-paging-button[aria-label='Next Page']").click()
+    second = wait_for_page(browser, first)
+    assert f"16 to 30 of {total:,}" in second and "Page 2 of" in second
+    page2 = [float(v) for v in column(browser, "dur_ms")]
+    assert len(page2) == 15 and page2 == sorted(page2, reverse=True) and page2[0] <= page1[-1]
+    browser.find_element("css selector", "#gaps-table .ag-paging-button[aria-label='Last Page']").click()
+    last = wait_for_page(browser, second)
+    pages = -(-total // 15)
+    assert f"Page {pages} of {pages}" in last and len(column(browser, "dur_ms")) == total - 15 * (pages - 1)
+    # A click on a header sorts the whole session on the server, not only the page shown.
+    browser.find_element("css selector", "#gaps-table .ag-header-cell[col-id='start_ms'] .ag-header-cell-label").click()
+    sorted_page = wait_for_page(browser, last)
+    assert "Page 1 of" in sorted_page
+    starts = [float(v) for v in column(browser, "start_ms")]
+    assert starts == sorted(starts) and len(starts) == 15
+    assert starts[0] == pytest.approx(smallest_gap_start_ms(site.logdir), abs=1e-4)
+    screenshot(browser, "gaps-sorted")
+    assert severe_console_errors(browser) == []
+
+
+def test_filtering_the_gaps_grid(site, browser):
+    open_session(browser, site.url + "/session/train")
+    total = int(text_of(browser, "#gaps-info").split()[0].replace(",", ""))
+    before = paging(browser)
+    box = browser.find_element("css selector", "#gaps-table .ag-floating-filter[col-id='cause'] input")
+    box.send_keys("transfer_from")
+    filtered = wait_for_page(browser, before)
+    # Rows remain, and all of them are reads (every() alone would hold for an emptied grid).
+    causes = column(browser, "cause")
+    assert causes and all(c == "transfer_from_device" for c in causes)
+    matching = int(text_of(browser, "#gaps-info").split()[0].replace(",", ""))
+    assert 0 < matching < total and f"of {matching:,}" in filtered
+    assert set(column(browser, "span")) == {"log_loss"}
+    # A second filter narrows further: reads of at least the typed duration.
+    durations = sorted(float(v) for v in column(browser, "dur_ms"))
+    threshold = durations[len(durations) // 2]
+    browser.find_element("css selector", "#gaps-table .ag-floating-filter[col-id='dur_ms'] input").send_keys(
+        str(threshold))
+    narrowed = wait_for_page(browser, filtered)
+    kept = [float(v) for v in column(browser, "dur_ms")]
+    assert kept and all(d >= threshold for d in kept) and set(column(browser, "cause")) == {"transfer_from_device"}
+    assert 0 < int(text_of(browser, "#gaps-info").split()[0].replace(",", "")) < matching, narrowed
+    # A filter nothing matches says so, instead of an empty grid.
+    box.send_keys("zzz")
+    wait(browser, "document.querySelector('#gaps-table').innerText.includes('No gap matches these filters')")
+    assert text_of(browser, "#gaps-info").startswith("0 gaps")
+    assert severe_console_errors(browser) == []
+
+
+def test_a_source_shows_file_and_line_and_its_full_path_on_hover(site, browser):
+    from selenium.webdriver import ActionChains
 
     open_session(browser, site.url + "/session/train")
-    box = browser.find_element("css selector", "#gaps-table th[data-dash-column='cause'] input")
-    box.send_keys("transfer_from_device", Keys.ENTER)
-    cells = "[...document.querySelectorAll(\"#gaps-table td[data-dash-column='cause']\")]"
-    # Rows remain, and all of them are reads (every() alone would hold for an emptied table).
-    wait(browser, f"{cells}.length > 0 && {cells}.every(td => td.textContent === 'transfer_from_device')")
-    assert "log_loss" in text_of(browser, "#gaps-table")
+    cell = browser.find_element("css selector", "#gaps-table .ag-row[row-index='0'] .ag-cell[col-id='source']")
+    assert cell.text == "train.py:30"  # the longest gap is a compile in train_step
+    ActionChains(browser).move_to_element(cell).perform()
+    tip = wait(browser, "(t => t && t.textContent)(document.querySelector('.ag-tooltip'))")
+    assert tip == f"{DEMO_SCRIPT}:30"
+    assert severe_console_errors(browser) == []
+
+
+def test_the_compiles_table_fits_and_a_session_without_compiles_says_so(site, browser):
+    browser.set_window_size(1024, 900)
+    open_session(browser, site.url + "/session/train")
+    wait(browser, "document.querySelector('#compiles-table .ag-row')")
+    fits = browser.execute_script(
+        "const v = document.querySelector('#compiles-table .ag-center-cols-viewport');"
+        "return [v.scrollWidth, v.clientWidth]")
+    assert fits[0] <= fits[1] + 1, fits  # no horizontal scrolling
+    triggers = browser.execute_script(
+        "return [...document.querySelectorAll(\"#compiles-table .ag-row .ag-cell[col-id='source']\")]"
+        ".map(c => c.textContent)")
+    assert triggers and set(triggers) == {"train.py:30"}
+    browser.get(site.url + "/session/warm")
+    wait(browser, "document.getElementById('compiles-table-empty')")
+    assert "No compilation during this capture" in text_of(browser, "#compiles-section")
+    assert not browser.find_elements("css selector", "#compiles-table")
     assert severe_console_errors(browser) == []
 
 

@@ -51,7 +51,7 @@ def browse(base_url: str, run: str, callbacks: list[tuple[str, list]], zoom_ms: 
     page, callback = f"/session/{run}", base_url + "/_dash-update-component"
     route = output_for(callbacks, "url.pathname")
     zoom = output_for(callbacks, "timeline.relayoutData")
-    gaps = output_for(callbacks, "gaps-table.page_current")
+    gaps = output_for(callbacks, "gaps-table.getRowsRequest")
     return [
         _request(base_url + "/"),
         _request(callback, callback_body(route, [("url", "pathname", "/"), ("url", "search", "")])),
@@ -61,8 +61,7 @@ def browse(base_url: str, run: str, callbacks: list[tuple[str, list]], zoom_ms: 
                                                                              "xaxis.range[1]": zoom_ms[1]}),
                                                 ("timeline-reset", "n_clicks", None)],
                                          state=[("session-run", "data", run)])),
-        _request(callback, callback_body(gaps, [("gaps-table", "page_current", 1), ("gaps-table", "page_size", 15),
-                                                ("gaps-table", "sort_by", [{"column_id": "dur_ms", "direction": "desc"}]),
-                                                ("gaps-table", "filter_query", "")],
+        _request(callback, callback_body(gaps, [("gaps-table", "getRowsRequest", {
+            "startRow": 15, "endRow": 30, "sortModel": [{"colId": "dur_ms", "sort": "desc"}], "filterModel": {}})],
                                          state=[("session-run", "data", run)])),
     ]

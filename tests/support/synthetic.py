@@ -150,31 +150,34 @@ COMPILE_EVENTS = 2  # XLAGraphExecutor::Compile > PjRtComputationClient::Compile
 OP_NAMES = [f"{kind}.{i}" for i in range(8) for kind in ("fusion", "convolution", "all-reduce", "copy")]
 
 
-def _compiles_at(step: int, recompile_every: int) -> bool:
-    return step == 0 or (recompile_every > 0 and step % recompile_every == 0)
+def _compiles_at(step: int, recompile_every: int, warm: bool = False) -> bool:
+    return (step == 0 and not warm) or (recompile_every > 0 and step > 0 and step % recompile_every == 0)
 
 
 def training_event_count(*, steps: int, devices: int = 4, ops_per_step: int = 50, read_every: int = 1,
-                         recompile_every: int = 0) -> int:
+                         recompile_every: int = 0, warm: bool = False) -> int:
     """The exact number of timeline events ``training_capture`` makes with these arguments."""
     host = steps * HOST_EVENTS_PER_STEP
     host += READ_EVENTS * sum(1 for s in range(steps) if read_every > 0 and s % read_every == 0)
-    host += COMPILE_EVENTS * sum(1 for s in range(steps) if _compiles_at(s, recompile_every))
+    host += COMPILE_EVENTS * sum(1 for s in range(steps) if _compiles_at(s, recompile_every, warm))
     return host + steps * devices * (ops_per_step + 2)
 
 
 def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, read_every: int = 1,
-                     recompile_every: int = 0, seed: int = 0, shape: TrainingShape = TrainingShape()) -> bytes:
+                     recompile_every: int = 0, seed: int = 0, shape: TrainingShape = TrainingShape(),
+                     warm: bool = False, script: str = "train.py") -> bytes:
     """A TPU-shaped capture of ``steps`` training steps on ``devices`` chips.
 
     Host ``/host:CPU``, line ``python``, per step: ``train_step`` (step_num, source, _r=1) holding
     ``TransferToDevice``, ``forward`` (source), ``StepMarker`` > ``SyncTensorsGraph`` (with
     ``XLAGraphExecutor::Compile`` (graph_hash) > ``PjRtComputationClient::Compile`` on step 0 and
-    every ``recompile_every`` steps, each a new graph), and every ``read_every`` steps
+    every ``recompile_every`` steps, each a new graph; ``warm``: not on step 0, the graph was compiled
+    before the capture), and every ``read_every`` steps
     ``log_loss`` (source) > ``SyncTensorsGraphInternal`` > ``TensorCollectionBarrier``, which waits
     for the devices to finish the step, then ``TransferFromDevice``. Devices ``/device:TPU:N`` run one
     module per step once it is dispatched and the previous one is done: ``XLA Modules`` (one event),
-    ``XLA Ops`` (``ops_per_step`` ops tiling the module), ``Steps`` (one event).
+    ``XLA Ops`` (``ops_per_step`` ops tiling the module), ``Steps`` (one event). Span sources are
+    lines of ``script`` (``train.py:30`` for ``train_step``, ``:42`` ``forward``, ``:57`` ``log_loss``).
     """
     rng = np.random.default_rng(seed)
     builder = XSpaceBuilder()
@@ -197,10 +200,10 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
         t += 5.0
         python.event("PjRtComputationClient::TransferToDevice", t, shape.transfer_to_device_us)
         t += shape.transfer_to_device_us + 5.0
-        python.event("forward", t, shape.forward_us, source="train.py:42")
+        python.event("forward", t, shape.forward_us, source=f"{script}:42")
         t += shape.forward_us + 5.0
         marker = shape.step_marker_us
-        compiling = _compiles_at(step, recompile_every)
+        compiling = _compiles_at(step, recompile_every, warm)
         if compiling:
             graph += 1
             marker += shape.compile_us
@@ -217,14 +220,14 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
             read_start = t + 5.0
             barrier_end = max(float(device_free.max()), read_start + 10.0) + 1.0
             transfer_end = barrier_end + 2.0 + shape.transfer_from_device_us
-            python.event("log_loss", read_start, transfer_end + 3.0 - read_start, source="train.py:57")
+            python.event("log_loss", read_start, transfer_end + 3.0 - read_start, source=f"{script}:57")
             python.event("SyncTensorsGraphInternal", read_start + 1.0, barrier_end - read_start - 1.0)
             python.event("TensorCollectionBarrier", read_start + 4.0, barrier_end - read_start - 4.0)
             python.event("PjRtComputationClient::TransferFromDevice", barrier_end + 2.0,
                          shape.transfer_from_device_us)
             t = transfer_end + 3.0
         t += 5.0
-        python.event("train_step", step_start, t - step_start, step_num=step, source="train.py:30", _r=1)
+        python.event("train_step", step_start, t - step_start, step_num=step, source=f"{script}:30", _r=1)
         t += 5.0
     _device_lines(modules, op_lines, step_lines, mod_start, mod_dur, ops_per_step, rng)
     builder.task_environment(max(t, float(device_free.max())) + 10.0)

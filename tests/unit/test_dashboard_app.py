@@ -27,7 +27,7 @@ def setup(tmp_path_factory):
     state = AppState(str(logdir))
     app = create_app(str(logdir), state)
     global ZOOM, GAP_CLICK
-    ZOOM, GAP_CLICK = (_output_of(app, trigger) for trigger in ("timeline.relayoutData", "gaps-table.active_cell"))
+    ZOOM, GAP_CLICK = (_output_of(app, trigger) for trigger in ("timeline.relayoutData", "gaps-table.cellClicked"))
     return app.server.test_client(), state
 
 
@@ -74,6 +74,15 @@ def test_a_pod_session_names_its_straggler_and_why(setup, tmp_path):
     status, text = route(client, "/session/pod")
     assert status == 200 and "workers-chart" in text
     assert "host-b:9012" in text and "is a straggler" in text and "compile" in text
+
+
+def test_a_session_without_compiles_says_so_instead_of_an_empty_table(setup):
+    client, _ = setup
+    status, text = route(client, "/session/warm")
+    assert status == 200 and "compiles-table-empty" in text and "No compilation during this capture" in text
+    assert '"id": "compiles-table"' not in text
+    status, text = route(client, "/session/train")
+    assert '"id": "compiles-table"' in text and "compiles-table-empty" not in text
 
 
 def test_an_fsspec_url_logdir_is_browsed(tmp_path):
@@ -135,6 +144,7 @@ def test_a_query_range_opens_the_timeline_there(setup):
 
 
 ZOOM = GAP_CLICK = ""  # set by the fixture
+GAPS = "..gaps-table.getRowsResponse...gaps-info.children.."
 
 
 def zoom(client, relayout, run="train", reset=None):
@@ -143,7 +153,7 @@ def zoom(client, relayout, run="train", reset=None):
 
 
 def click_gap(client, cell, run="train"):
-    return call(client, GAP_CLICK, [("gaps-table", "active_cell", cell)], state=[("session-run", "data", run)])
+    return call(client, GAP_CLICK, [("gaps-table", "cellClicked", cell)], state=[("session-run", "data", run)])
 
 
 def figure_range(text: str) -> list[float]:
@@ -152,8 +162,9 @@ def figure_range(text: str) -> list[float]:
 
 
 @pytest.mark.parametrize("relayout,cell", [
-    ("junk", None), ({"xaxis.range": "x"}, "x"), ({"xaxis.range[0]": None}, {"row_id": "x"}),
-    ([1, 2, 3], 5), ({"xaxis.range": [1, 2, 3]}, {"row_id": 10**20}), ({"autosize": True}, {"row_id": -1}),
+    ("junk", None), ({"xaxis.range": "x"}, "x"), ({"xaxis.range[0]": None}, {"rowId": "x"}),
+    ([1, 2, 3], 5), ({"xaxis.range": [1, 2, 3]}, {"rowId": 10**20}), ({"autosize": True}, {"rowId": "-1"}),
+    ({"xaxis.range": []}, {"rowId": [7]}),
 ])
 def test_timeline_callbacks_ignore_malformed_input(setup, relayout, cell):
     client, _ = setup
@@ -169,43 +180,60 @@ def test_zoom_redraws_the_range_and_a_gap_click_frames_the_gap(setup):
     status, text = zoom(client, None, reset=1)
     assert status == 200 and figure_range(text)[1] > 3
     gaps = state.gaps("train")
-    status, text = click_gap(client, {"row": 0, "column": 0, "row_id": 7})
+    # What AG Grid sends for a click on the row of gap 7 (row ids are strings).
+    status, text = click_gap(client, {"value": "compile", "colId": "cause", "rowIndex": 0, "rowId": "7",
+                                      "timestamp": 1})
     lo, hi = figure_range(text)
     assert lo * 1000 < gaps.start_us[7] and hi * 1000 > gaps.start_us[7] + gaps.dur_us[7]
 
 
-def test_timeline_callbacks_for_an_unknown_session_say_so(setup):
+def test_callbacks_for_an_unknown_session_say_so(setup):
     client, _ = setup
     for status, text in (zoom(client, {"xaxis.autorange": True}, run="../../secret.txt"),
-                         click_gap(client, {"row_id": 1}, run="%2e%2e")):
+                         click_gap(client, {"rowId": "1"}, run="%2e%2e"),
+                         call(client, GAPS, [("gaps-table", "getRowsRequest", {"startRow": 0, "endRow": 15})],
+                              state=[("session-run", "data", "../secret.txt")])):
         assert status == 200 and "no longer available" in text and SECRET not in text
 
 
-GAPS = "..gaps-table.data...gaps-table.page_count...gaps-info.children.."
+def gaps_request(client, request, run="train"):
+    status, text = call(client, GAPS, [("gaps-table", "getRowsRequest", request)],
+                        state=[("session-run", "data", run)])
+    return status, (json.loads(text)["response"] if status == 200 else text)
 
 
-@pytest.mark.parametrize("page,size,sort_by,query,rows,ignored", [
-    # page, size, sort, filter as sent; how many rows come back; whether a clause is reported ignored
-    (0, 15, [{"column_id": "dur_ms", "direction": "desc"}], "{cause} contains compile", "compiles", False),
-    ("x", "y", "junk", {"not": "a string"}, 25, False),  # defaults: first page of 25, no filter
-    (-4, 10**9, [None, 3], "{dur_ms} > abc && {x} = 1", 500, True),  # first page, the largest size
-    (10**12, 0, [], "", 1, False),  # the last page, of one row
+@pytest.mark.parametrize("request_,rows,ignored", [
+    # the request as AG Grid's infinite row model sends it; how many rows come back; whether a filter is ignored
+    ({"startRow": 0, "endRow": 15, "sortModel": [{"colId": "dur_ms", "sort": "desc"}],
+      "filterModel": {"cause": {"filterType": "text", "type": "contains", "filter": "compile"}}}, "compiles", False),
+    ({"startRow": 15, "endRow": 30, "sortModel": [], "filterModel": {}}, 15, False),  # the second page
+    ({"startRow": "x", "endRow": "y", "sortModel": "junk", "filterModel": {"not": "a filter"}}, 100, True),
+    ({"startRow": -4, "endRow": 10**9, "sortModel": [None, 3],
+      "filterModel": {"dur_ms": {"filterType": "number", "type": "greaterThan", "filter": "abc"}}}, 500, True),
+    ("junk", 100, False), (None, 100, False),
 ])
-def test_gaps_callback_pages_and_survives_malformed_input(setup, page, size, sort_by, query, rows, ignored):
+def test_gaps_callback_pages_and_survives_malformed_input(setup, request_, rows, ignored):
     client, state = setup
-    status, text = call(client, GAPS, [("gaps-table", "page_current", page), ("gaps-table", "page_size", size),
-                                       ("gaps-table", "sort_by", sort_by), ("gaps-table", "filter_query", query)],
-                        state=[("session-run", "data", "train")])
+    status, response = gaps_request(client, request_)
     assert status == 200
-    response = json.loads(text)["response"]
-    data, info = response["gaps-table"]["data"], response["gaps-info"]["children"]
-    total = len(state.gaps("train"))
+    block, info = response["gaps-table"]["getRowsResponse"], response["gaps-info"]["children"]
+    data, total = block["rowData"], len(state.gaps("train"))
     if rows == "compiles":
         durations = [r["dur_ms"] for r in data]
         assert data and all(r["cause"] == "compile" for r in data) and durations == sorted(durations, reverse=True)
+        assert block["rowCount"] == len(data) < total  # the filter kept the compiles only
     else:
-        assert len(data) == min(rows, total) and info.startswith(f"{total:,} gaps")
-    assert ("ignored filter" in info) == ignored
+        assert len(data) == min(rows, total) and block["rowCount"] == total and info.startswith(f"{total:,} gaps")
+    assert ("ignored the filter" in info) == ignored
+
+
+def test_the_gaps_pages_follow_each_other(setup):
+    client, _ = setup
+    pages = [gaps_request(client, {"startRow": k, "endRow": k + 15, "sortModel": [{"colId": "start_ms", "sort": "asc"}],
+                           "filterModel": {}})[1]["gaps-table"]["getRowsResponse"]["rowData"] for k in (0, 15)]
+    first, second = ([r["id"] for r in page] for page in pages)
+    assert len(first) == len(second) == 15 and not set(first) & set(second)
+    assert pages[0][-1]["start_ms"] <= pages[1][0]["start_ms"]
 
 
 def test_new_sessions_appear_without_a_restart(setup, tmp_path):

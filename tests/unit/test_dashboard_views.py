@@ -20,6 +20,7 @@ from dashboard.views.timeline import (
 )
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze, intervals
+from xlaprof.analysis.attribution import CAUSES
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
 
@@ -131,33 +132,94 @@ def test_workers_are_aligned_on_their_origins(tmp_path):
     assert second.start == pytest.approx(first.start + 2000.0)
 
 
-def test_gap_table_sorts_filters_and_pages(analysis):
+def _request(start=0, end=15, sort=None, filters=None) -> dict:
+    """A getRowsRequest as AG Grid's infinite row model sends it."""
+    return {"startRow": start, "endRow": end, "sortModel": sort or [], "filterModel": filters or {}}
+
+
+def text_filter(kind: str, value: str) -> dict:
+    return {"filterType": "text", "type": kind, "filter": value}
+
+
+def number_filter(kind: str, value: float, to: float | None = None) -> dict:
+    return {"filterType": "number", "type": kind, "filter": value, **({"filterTo": to} if to is not None else {})}
+
+
+DESC = [{"colId": "dur_ms", "sort": "desc"}]
+
+
+def test_gap_table_pages_through_every_gap_in_order(analysis):
     gaps = gap_columns(analysis)
-    assert len(gaps) == len(analysis.workers[0].pieces)
-    page = gap_page(gaps, "", [{"column_id": "dur_ms", "direction": "desc"}], 0, 10)
-    durations = [r["dur_ms"] for r in page.rows]
-    assert durations == sorted(durations, reverse=True) and len(durations) == 10
-    assert page.page_count == -(-len(gaps) // 10)
-    compiles = gap_page(gaps, '{cause} contains "compile" && {dur_ms} > 1', None, 0, 500)
-    assert compiles.matching == 3 * 4  # three compiles, each idling four devices
-    assert all(r["cause"] == "compile" and r["dur_ms"] > 1 for r in compiles.rows)
-    reads = gap_page(gaps, "{span} = log_loss", [{"column_id": "start_ms", "direction": "asc"}], 0, 500)
-    assert reads.matching and all(r["span"] == "log_loss" and r["source"] == "train.py:57" for r in reads.rows)
+    pieces = analysis.workers[0].pieces
+    assert len(gaps) == len(pieces) > 100
+    seen, durations = [], []
+    for start in range(0, len(gaps), 15):
+        page = gap_page(gaps, _request(start, start + 15, DESC))
+        assert page.matching == len(gaps) and page.problem is None
+        assert len(page.rows) == min(15, len(gaps) - start)  # a broken offset repeats or drops rows
+        seen += [r["id"] for r in page.rows]
+        durations += [r["dur_ms"] for r in page.rows]
+    assert sorted(seen) == list(range(len(gaps)))  # every gap exactly once
+    assert durations == sorted(durations, reverse=True)
+    assert durations[0] == pytest.approx(pieces.dur_us.max() / 1000, abs=1e-4)
+
+
+def test_gap_table_filters_as_an_independent_count_says(analysis):
+    gaps = gap_columns(analysis)
+    pieces = analysis.workers[0].pieces
+    compile_code = [c.value for c in CAUSES].index("compile")
+    expected = int(((pieces.cause == compile_code) & (pieces.dur_us > 1000)).sum())
+    assert expected == 3 * 4  # three compiles, each idling four devices
+    compiles = gap_page(gaps, _request(0, 500, filters={"cause": text_filter("contains", "COMPILE"),
+                                                        "dur_ms": number_filter("greaterThan", 1)}))
+    assert compiles.matching == expected and compiles.problem is None
+    assert len(compiles.rows) == expected and all(r["cause"] == "compile" and r["dur_ms"] > 1 for r in compiles.rows)
+    reads = gap_page(gaps, _request(0, 500, [{"colId": "start_ms", "sort": "asc"}],
+                                    {"span": text_filter("equals", "log_loss")}))
+    spans = analysis.workers[0].host.spans
+    assert reads.matching == sum(spans.name[s] == "log_loss" for s in pieces.span if s >= 0) > 0
+    assert all(r["span"] == "log_loss" and r["source"] == "train.py:57" for r in reads.rows)
     starts = [r["start_ms"] for r in reads.rows]
     assert starts == sorted(starts)
+    # Two conditions of one column, and a range.
+    either = gap_page(gaps, _request(filters={"cause": {"filterType": "text", "operator": "OR", "conditions": [
+        text_filter("equals", "compile"), text_filter("startsWith", "transfer_from")]}}))
+    assert either.matching == int(np.isin(pieces.cause, [compile_code, [c.value for c in CAUSES].index(
+        "transfer_from_device")]).sum())
+    lo, hi = 1.0, 2.0
+    ranged = gap_page(gaps, _request(filters={"dur_ms": number_filter("inRange", lo, hi)}))
+    assert ranged.matching == int(((pieces.dur_us >= lo * 1000) & (pieces.dur_us <= hi * 1000)).sum()) > 0
+    nothing = gap_page(gaps, _request(filters={"span": text_filter("contains", "no such span")}))
+    assert nothing.matching == 0 and nothing.rows == []
 
 
-@pytest.mark.parametrize("query,sort_by,page,size,rows", [
-    ("{nope} > 1", None, 0, 10, 10), ("{dur_ms} > abc", "junk", "x", "y", 25),
-    ({"a": 1}, [1, {"column_id": 3}], None, -5, 1),
-    ("{cause} < 3 && && {span}", [{"column_id": "span", "direction": "sideways"}], 10**12, 10**12, 500),
-])
-def test_gap_table_ignores_what_it_cannot_read_and_keeps_every_gap(analysis, query, sort_by, page, size, rows):
+def test_gap_table_sorts_by_several_columns(analysis):
     gaps = gap_columns(analysis)
-    result = gap_page(gaps, query, sort_by, page, size)
-    # An unreadable clause filters nothing (and says so); unreadable paging falls back to defaults.
+    page = gap_page(gaps, _request(0, 500, [{"colId": "device", "sort": "desc"}, {"colId": "start_ms", "sort": "asc"}]))
+    keys = [(r["device"], -r["start_ms"]) for r in page.rows]
+    assert keys == sorted(keys, reverse=True) and page.rows[0]["device"] == "TPU:3"
+
+
+@pytest.mark.parametrize("request_,rows,problem", [
+    ({"filterModel": {"nope": text_filter("contains", "x")}}, 100, True),  # unknown column
+    ({"filterModel": {"dur_ms": number_filter("greaterThan", "abc")}}, 100, True),  # not a number
+    ({"filterModel": {"dur_ms": {"type": "sideways", "filter": 1}}}, 100, True),
+    ({"filterModel": {"cause": {"type": ["contains"], "filter": {"a": 1}}}}, 100, True),  # unhashable type
+    ({"filterModel": {"cause": {"operator": "XOR", "conditions": [text_filter("contains", "c")]}}}, 100, True),
+    ({"filterModel": {"cause": {"operator": "AND", "conditions": "x"}}}, 100, True),
+    ({"filterModel": {"span": "junk", "source": None}}, 100, True),
+    ({"filterModel": [1, 2], "sortModel": {"colId": "x"}}, 100, False),
+    ({"sortModel": [1, {"colId": 3}, {"colId": ["dur_ms"]}, {"colId": "span", "sort": "sideways"}]}, 100, False),
+    ({"startRow": "x", "endRow": "y"}, 100, False), ({"startRow": -5, "endRow": -1}, 1, False),
+    ({"startRow": 10**12, "endRow": 10**13}, 0, False), ({"startRow": 0, "endRow": 10**12}, 500, False),
+    ({"startRow": True, "endRow": 1e400}, 100, False), ("junk", 100, False), (None, 100, False),
+])
+def test_gap_table_ignores_what_it_cannot_read_and_keeps_every_gap(analysis, request_, rows, problem):
+    gaps = gap_columns(analysis)
+    result = gap_page(gaps, request_)
+    # An unreadable filter filters nothing (and says so); unreadable row numbers fall back to defaults.
     assert result.matching == len(gaps) and len(result.rows) == min(rows, len(gaps))
-    assert (result.problem is not None) == isinstance(query, str)
+    assert (result.problem is not None) == problem
 
 
 def test_gap_range_frames_the_gap(analysis):

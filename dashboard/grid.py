@@ -1,0 +1,105 @@
+"""The dashboard's tables, built one way: column specs in, a configured AG Grid (dash-ag-grid) out.
+
+Contract:
+- ``Column`` describes one column: the row key it shows, its title, its ``ColumnKind`` (text,
+  number, or ``SOURCE``: a ``path/file.py:57`` value shown as ``file.py:57`` with the full path
+  in a tooltip on hover), whether long text wraps, an initial sort, and colours per value.
+- ``server_grid(grid_id, columns, page_size=, empty=)``: a grid whose rows the server sends one
+  page at a time (AG Grid's infinite row model, paged). The page registers a callback from
+  ``Input(grid_id, "getRowsRequest")`` (``startRow``, ``endRow``, ``sortModel``, ``filterModel``)
+  to ``Output(grid_id, "getRowsResponse")``, answered with ``rows_response(rows, row_count)``;
+  sorting and filtering are the server's. Each row needs an ``id`` key: a click on a row gives
+  it back as ``cellClicked["rowId"]`` (a string).
+- ``table_grid(grid_id, columns, rows, page_size=, empty=)``: a grid of the rows given, sorted,
+  filtered and paged in the browser; with no rows it is the ``empty`` message instead (element
+  id ``<grid_id>-empty``), never an empty table.
+Columns share the grid's width (no horizontal scrolling); text too long for a column is cut with
+an ellipsis unless the column wraps. The ``fileLine`` formatter is in ``assets/dashAgGridFunctions.js``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+
+import dash_ag_grid as dag
+from dash import html
+
+TOOLTIP_DELAY_MS = 300  # hover this long over a source cell to see its full path
+FILTER_DEBOUNCE_MS = 400  # typing pauses this long before a filter is applied
+
+
+class ColumnKind(Enum):
+    TEXT = "text"
+    NUMBER = "number"
+    SOURCE = "source"  # a file:line: the file's base name and line shown, the full path on hover
+
+
+@dataclass(frozen=True)
+class Column:
+    field: str  # the row key this column shows
+    header: str  # its title
+    kind: ColumnKind = ColumnKind.TEXT
+    grow: int = 1  # share of the grid's width relative to the other columns
+    wrap: bool = False  # long text wraps onto more lines (the row grows) instead of being cut
+    sort: str | None = None  # "asc" or "desc": the initial sort
+    colors: dict[str, str] = field(default_factory=dict)  # cell value -> text colour
+
+
+def server_grid(grid_id: str, columns: list[Column], *, page_size: int, empty: str) -> dag.AgGrid:
+    return dag.AgGrid(
+        id=grid_id, columnDefs=[_column_def(c) for c in columns], defaultColDef=_DEFAULT_COL,
+        rowModelType="infinite", getRowId="params.data.id", className=_CLASS,
+        dashGridOptions={**_options(page_size, empty), "cacheBlockSize": page_size, "maxBlocksInCache": 20,
+                         "infiniteInitialRowCount": page_size},
+        style={"width": "100%"})
+
+
+def table_grid(grid_id: str, columns: list[Column], rows: list[dict], *, page_size: int,
+               empty: str) -> dag.AgGrid | html.P:
+    if not rows:
+        return html.P(empty, id=f"{grid_id}-empty", className="muted empty")
+    options = _options(page_size, empty)
+    if len(rows) <= page_size:
+        options["pagination"] = False
+    return dag.AgGrid(id=grid_id, columnDefs=[_column_def(c) for c in columns], defaultColDef=_DEFAULT_COL,
+                      rowData=rows, className=_CLASS, dashGridOptions=options, style={"width": "100%"})
+
+
+def rows_response(rows: list[dict], row_count: int) -> dict:
+    """The ``getRowsResponse`` of a ``server_grid``: one block of rows and how many rows match."""
+    return {"rowData": rows, "rowCount": row_count}
+
+
+_CLASS = "xgrid"
+_DEFAULT_COL = {"sortable": True, "resizable": True, "floatingFilter": True, "minWidth": 70,
+                "wrapHeaderText": True, "autoHeaderHeight": True, "suppressHeaderMenuButton": True}
+
+
+def _options(page_size: int, empty: str) -> dict:
+    # autoHeight: the grid is as tall as its page, so the page scrolls, not a box inside it.
+    return {"domLayout": "autoHeight", "pagination": True, "paginationPageSize": page_size,
+            "paginationPageSizeSelector": False, "tooltipShowDelay": TOOLTIP_DELAY_MS,
+            "enableCellTextSelection": True, "localeText": {"noRowsToShow": empty, "noMatchingRows": empty}}
+
+
+def _column_def(c: Column) -> dict:
+    number = c.kind is ColumnKind.NUMBER
+    spec = {"field": c.field, "headerName": c.header, "flex": c.grow,
+            "filter": "agNumberColumnFilter" if number else "agTextColumnFilter",
+            "filterParams": {"debounceMs": FILTER_DEBOUNCE_MS, "maxNumConditions": 2}}
+    if number:  # typing a number under a number column keeps the rows of at least that value
+        spec["type"] = "numericColumn"
+        spec["filterParams"]["defaultOption"] = "greaterThanOrEqual"
+    if c.kind is ColumnKind.SOURCE:
+        spec.update(valueFormatter={"function": "fileLine(params.value)"}, tooltipField=c.field)
+    if c.wrap:
+        spec.update(wrapText=True, autoHeight=True, cellClass="cell-wrap")
+    if c.sort:
+        spec["sort"] = c.sort
+    if c.colors:
+        spec["cellStyle"] = {"styleConditions": [
+            {"condition": f"params.value === {json.dumps(value)}", "style": {"color": colour, "fontWeight": "600"}}
+            for value, colour in c.colors.items()]}
+    return spec
+
