@@ -4,8 +4,9 @@ three packages (lazy ones inside functions included) is checked against an allow
     xlaprof.errors, .units, .progress   leaves: no project imports
     xlaprof.xspace                      -> errors
     xlaprof.session                     -> errors, progress, xspace
-    xlaprof.analysis                    -> errors, units, xspace, session
-    xlaprof.report                      -> errors, units, xspace, session, analysis
+    xlaprof.hlo                         -> errors, xspace
+    xlaprof.analysis                    -> errors, units, xspace, hlo, session
+    xlaprof.report                      -> errors, units, xspace, hlo, session, analysis
     collectors                          -> xlaprof (the version), errors, progress, units, xspace, session
     dashboard                           -> any of xlaprof but the CLI; never collectors
     xlaprof (facade), xlaprof.cli       entry points: reach every package, lazily
@@ -32,12 +33,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "xlaprof.progress": (),
     "xlaprof.xspace": ("xlaprof.errors",),
     "xlaprof.session": ("xlaprof.errors", "xlaprof.progress", "xlaprof.xspace"),
-    "xlaprof.analysis": CORE + ("xlaprof.xspace", "xlaprof.session"),
-    "xlaprof.report": CORE + ("xlaprof.xspace", "xlaprof.session", "xlaprof.analysis"),
+    "xlaprof.hlo": ("xlaprof.errors", "xlaprof.xspace"),
+    "xlaprof.analysis": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session"),
+    "xlaprof.report": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
     "collectors": CORE + ("xlaprof.xspace", "xlaprof.session", "=xlaprof.__version__"),
     # The demo workload plays the user: it instruments itself through the public facade.
     "collectors.demo_worker": CORE + ("=xlaprof",),
-    "dashboard": CORE + ("xlaprof.xspace", "xlaprof.session", "xlaprof.analysis", "xlaprof.report"),
+    "dashboard": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis",
+                         "xlaprof.report"),
     # Entry points: the public facade and the command line.
     "xlaprof": PACKAGES,
     "xlaprof.cli": PACKAGES,
@@ -129,6 +132,8 @@ def test_every_import_points_the_way_the_architecture_says():
     ("xlaprof.analysis.steps", "def f():\n    from dashboard.views import axis\n"),
     ("xlaprof.analysis.attribution", "import collectors.spans"),
     ("xlaprof.xspace.reader", "from xlaprof.session import storage"),
+    ("xlaprof.hlo.module", "from xlaprof.analysis import analyze"),
+    ("xlaprof.xspace.reader", "from xlaprof.hlo import module"),
     ("collectors.capture", "from xlaprof.analysis import analyze"),
     ("collectors.demo", "from dashboard.server import serve"),
     ("collectors.capture", "from xlaprof import analyze"),

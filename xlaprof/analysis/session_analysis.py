@@ -21,10 +21,13 @@ from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
 from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
 from xlaprof.analysis.findings import CauseCost, ExecutionCause, Finding, rank_findings
 from xlaprof.analysis.host_activity import HostActivity
+from xlaprof.analysis.programs import ProgramExecutions, compile_programs, program_executions
 from xlaprof.analysis.reads import ReadSummary, merge_reads, summarize_reads
+from xlaprof.analysis.recompiles import RecompileExplanation, explain_findings, explain_recompiles
 from xlaprof.analysis.steps import StepTable, step_table
 from xlaprof.analysis.worker_comparison import WorkerComparison, compare_workers
 from xlaprof.errors import BadProfileError
+from xlaprof.hlo import HloModules, hlo_modules
 from xlaprof.session import Session, Worker, storage
 from xlaprof.session.layout import debug_file_name
 from xlaprof.session.manifest import WorkerStatus
@@ -54,6 +57,8 @@ class WorkerAnalysis:
     steps: StepTable
     metrics: MetricsDelta | None  # None: the worker recorded no metric snapshots
     debug: DebugInfo  # from the worker's PT_XLA_DEBUG_FILE; empty without one
+    programs: ProgramExecutions  # every device execution with its program and dispatching span
+    hlo: HloModules  # the compiled programs recorded in the capture, parsed on demand
 
     @property
     def busy_us(self) -> float:
@@ -90,6 +95,14 @@ class SessionAnalysis:
     execution_causes: list[ExecutionCause]  # from the workers' debug files, most first
     config: AnalysisConfig
     errors: list[str] = field(default_factory=list)
+    recompiles: list[RecompileExplanation] = field(default_factory=list)  # why places recompiled, most time first
+
+    @property
+    def compiles_before_window(self) -> int | None:
+        """Graphs the workers had compiled before the window (summed; None when no metrics say)."""
+        known = [w.metrics.compiles_before for w in self.workers if w.metrics is not None]
+        known = [n for n in known if n is not None]
+        return sum(known) if known else None
 
     @property
     def busy_us(self) -> float:
@@ -143,8 +156,10 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> SessionAn
     reads = merge_reads([w.reads for w in workers])
     executions = _execution_causes(workers)
     findings = rank_findings(_cause_costs(workers), compiles, reads, _fallbacks(workers), executions)
+    recompiles = explain_recompiles([(w.worker.label, w.compiles, w.hlo) for w in workers])
+    explain_findings(findings, recompiles)
     return SessionAnalysis(session, workers, findings, compiles, reads, compare_workers(workers), executions,
-                           config, errors)
+                           config, errors, recompiles)
 
 
 def _fallbacks(workers: list[WorkerAnalysis]) -> dict[str, float]:
@@ -171,8 +186,20 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     pieces = GapPieces.concat([attribute(d, i, host, causes, window) for i, d in enumerate(devices)])
     records = compile_records(host, debug)
     records = [r for r in records if window[0] <= r.start_us < window[1]]
+    programs = program_executions(devices, host)
+    hlo = hlo_modules(space)
+    _link_programs(records, programs, hlo)
     return WorkerAnalysis(worker, window, devices, host, pieces, records, summarize_reads(host),
-                          step_table(devices, pieces, host.spans), window_metrics(host.plane), debug)
+                          step_table(devices, pieces, host.spans), window_metrics(host.plane), debug, programs, hlo)
+
+
+def _link_programs(records: list[CompileRecord], programs: ProgramExecutions, hlo: HloModules) -> None:
+    """Each compile's program id (see ``programs.compile_programs``)."""
+    starts = np.array([r.start_us for r in records])
+    ends = starts + np.array([r.dur_us for r in records])
+    ran = set(programs.program.tolist())
+    for record, program in zip(records, compile_programs(starts, ends, programs, [p for p in hlo.ids() if p not in ran])):
+        record.program_id = program
 
 
 def _event_extent(devices: list[DeviceTimeline], host: HostActivity) -> tuple[float, float]:

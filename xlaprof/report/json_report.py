@@ -7,6 +7,8 @@ device_busy_us, device_idle_us, idle_by_cause_us, compiles, transfers_from_devic
 ``config.top_gaps`` largest pieces, in worker/device/time order), gaps_total, findings (ranked),
 steps, metrics, compile_events, execution_causes, step_alignment, per_worker, stragglers,
 event_count, errors. Keys may be added; the listed ones never move or change meaning.
+``compiles.explained`` lists why each place recompiled (``analysis.recompiles``) and
+``compiles.before_window`` how many graphs the workers had compiled before the window.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.compiles import CompileSummary
 from xlaprof.analysis.findings import Finding
 from xlaprof.analysis.reads import ReadSummary
+from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.steps import StepTable
 from xlaprof.analysis.worker_comparison import WorkerComparison
 
@@ -33,7 +36,7 @@ def analysis_json(analysis: SessionAnalysis) -> dict:
         "device_busy_us": analysis.busy_us,
         "device_idle_us": analysis.idle_us,
         "idle_by_cause_us": analysis.idle_by_cause,
-        "compiles": compiles_json(analysis.compiles),
+        "compiles": compiles_json(analysis.compiles, analysis.recompiles, analysis.compiles_before_window),
         "transfers_from_device": reads_json(analysis.reads),
         "gaps": gap_rows(analysis, largest=analysis.config.top_gaps),
         "gaps_total": analysis.gap_count,
@@ -51,13 +54,16 @@ def analysis_json(analysis: SessionAnalysis) -> dict:
 def worker_json(w: WorkerAnalysis) -> dict:
     return {"host": w.worker.label, "name": w.worker.name, "devices": [d.name for d in w.devices],
             "busy_us": w.busy_us, "idle_us": w.idle_us, "window_us": w.window[1] - w.window[0],
-            "idle_by_cause_us": w.pieces.idle_by_cause(), "steps": len(w.steps), "status": w.status.value}
+            "idle_by_cause_us": w.pieces.idle_by_cause(), "steps": len(w.steps), "status": w.status.value,
+            "compiles_before_window": w.metrics.compiles_before if w.metrics else None}
 
 
-def compiles_json(compiles: CompileSummary) -> dict:
+def compiles_json(compiles: CompileSummary, explained: list[RecompileExplanation] = (),
+                  before_window: int | None = None) -> dict:
     return {"count": compiles.count, "total_us": compiles.total_us, "by_span": compiles.by_span,
             "by_graph_hash": compiles.by_graph_hash, "recompiled_spans": compiles.recompiled_spans,
-            "trigger_by_span": {span: asdict(t) for span, t in compiles.trigger_by_span.items()}}
+            "trigger_by_span": {span: asdict(t) for span, t in compiles.trigger_by_span.items()},
+            "explained": [dict(asdict(e), kind=e.kind.value) for e in explained], "before_window": before_window}
 
 
 def reads_json(reads: ReadSummary) -> dict:

@@ -59,14 +59,31 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
         out.append(f"  {g['worker']:<18} {g['device']:<7} at {_t(g['start_us']):>11}  {_t(g['dur_us']):>10}  "
                    f"{g['cause']:<21} {g['span'] or '-'}\n")
 
-    compiles = data["compiles"]
     out.append(_rule("Compilations"))
-    out.append(f"  {compiles['count']} compile(s), {_t(compiles['total_us'])}\n")
-    for span, n in list(compiles["recompiled_spans"].items())[:top]:
-        out.append(f"  recompiled: {span} compiled {n} different graphs (shapes change between steps?)\n")
+    out += _compile_lines(data["compiles"], top)
     reads = data["transfers_from_device"]
     out.append(_rule("Blocking reads (TransferFromDevice)"))
     out.append(f"  {reads['count']} read(s), transfer {_t(reads['total_us'])}, host blocked {_t(reads['blocked_us'])}\n")
     for span, n in list(reads["by_span"].items())[:top]:
         out.append(f"  {n:>6} in {span}\n")
     return "".join(out)
+
+
+def _compile_lines(compiles: dict, top: int) -> list[str]:
+    before = compiles["before_window"]
+    earlier = f", {before} before it" if before is not None else ""
+    out = [f"  {compiles['count']} compile(s) in this window{earlier}: {_t(compiles['total_us'])}\n"]
+    if compiles["count"] == 0 and before and before > 1:
+        out.append(textwrap.fill(
+            "graphs compiled before the window are cached and do not show here: capture the first steps "
+            "(xlaprof.profile(logdir, steps=range(0, 20))) to see their compiles explained", WIDTH,
+            initial_indent="  ", subsequent_indent="  ") + "\n")
+    explained = {e["span"]: e for e in compiles["explained"]}
+    for span, n in list(compiles["recompiled_spans"].items())[:top]:
+        why = explained.get(span)
+        out.append(f"  recompiled: {span} compiled {n} different graphs"
+                   + ("\n" if why else " (shapes change between steps?)\n"))
+        if why:
+            out.append(textwrap.fill("why: " + why["summary"], WIDTH, initial_indent="    ",
+                                     subsequent_indent="         ") + "\n")
+    return out

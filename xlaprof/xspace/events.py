@@ -8,6 +8,12 @@ Contract:
 - ``StatTable`` is sparse: it holds the stats of the events that carry any, on the planes
   whose stats were read (host planes). ``event`` (int64 row of the EventTable), ``key``
   (int32 index into ``StatTable.keys``) and ``value`` (a Python list, int/float/str/bytes).
+- ``IntColumn`` holds one integer stat (e.g. ``program_id``) of every event carrying it, as two
+  numpy columns: read for the few keys of ``vocabulary.INT_STAT_COLUMNS`` on host planes, where
+  the CPU device's op events carry them by the hundred thousand.
+- ``Plane.metadata_stats`` holds the stats of the plane's event *metadata* (one entry per
+  distinct event name, not per event): the compiled HLO of ``/host:metadata``, a TPU op's
+  ``program_id`` and category. ``Plane.metadata_ids`` are the metadata ids behind ``names``.
 - A ``Plane`` never holds a Python object per event: a TPU capture holds millions of events.
 """
 from __future__ import annotations
@@ -59,6 +65,18 @@ class StatTable:
 
 
 @dataclass(frozen=True)
+class IntColumn:
+    """One integer stat of the events that carry it."""
+
+    rows: np.ndarray  # int64: rows of the plane's EventTable, ascending
+    values: np.ndarray  # int64: the stat's value per row
+
+    @staticmethod
+    def empty() -> IntColumn:
+        return IntColumn(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+@dataclass(frozen=True)
 class Line:
     id: int
     name: str
@@ -73,6 +91,12 @@ class Plane:
     events: EventTable
     stats: StatTable = field(default_factory=StatTable.empty)
     plane_stats: dict[str, object] = field(default_factory=dict)
+    int_columns: dict[str, IntColumn] = field(default_factory=dict)  # see vocabulary.INT_STAT_COLUMNS
+    metadata_stats: dict[int, dict[str, object]] = field(default_factory=dict)  # name index -> its stats
+    metadata_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per name: its metadata id
+
+    def int_column(self, key: str) -> IntColumn:
+        return self.int_columns.get(key) or IntColumn.empty()
 
     def name_ids(self, wanted: set[str] | list[str] | tuple[str, ...]) -> np.ndarray:
         """The interned ids of those of ``wanted`` that occur in this plane."""

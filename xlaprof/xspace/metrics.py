@@ -4,8 +4,9 @@ Contract: ``collectors`` (the worker side) emits ``xlaprof.metrics`` events whil
 recording, each carrying counters and metric totals as stats (``<name>`` for a counter,
 ``<name>.count`` / ``<name>.total`` for a metric). ``window_metrics(plane)`` returns a
 ``MetricsDelta``: the last snapshot minus the first (what happened during the window), the
-``aten::`` CPU-fallback counters among them, and the worker's facts (torch_xla version, debug
-file). ``None`` when the worker emitted no snapshot (it did not use ``xlaprof.start_server``).
+``aten::`` CPU-fallback counters among them, the graphs compiled before the window
+(``compiles_before``), and the worker's facts (torch_xla version, debug file). ``None`` when
+the worker emitted no snapshot (it did not use ``xlaprof.start_server``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from xlaprof.xspace.events import Plane
 # .item() and friends count as aten::_local_scalar_dense: a blocking read, reported as such, not
 # as an op without an XLA lowering.
 NOT_FALLBACKS = frozenset({"aten::_local_scalar_dense"})
+# The process's graph compiles so far: torch_xla's compile-time metric, or its counter.
+COMPILE_COUNTS = ("CompileTime.count", "UncachedCompile")
 
 
 @dataclass
@@ -35,6 +38,13 @@ class MetricsDelta:
         pick = lambda counts: {k: v for k, v in counts.items()  # noqa: E731
                                if k.startswith("aten::") and k not in NOT_FALLBACKS and v}
         return pick(self.delta) or pick(self.last)
+
+    @property
+    def compiles_before(self) -> int | None:
+        """Graphs the process had compiled before the window (at its first snapshot); None when
+        the snapshots do not count compiles."""
+        key = next((k for k in COMPILE_COUNTS if k in self.last), None)
+        return int(self.last[key] - self.delta.get(key, 0.0)) if key else None
 
     def to_json(self) -> dict:
         return {"snapshots": self.snapshots, "span_us": self.span_us, "delta": self.delta,

@@ -11,7 +11,12 @@ Contract:
 - Stats are read only for host planes (``/host:...``), and there only for the events the analyses
   look at: those carrying a span, step or compile stat (``vocabulary.STAT_KEYS_TO_READ``), with all
   their other stats, and the metrics snapshots. Op events (millions on a TPU's device planes, and on
-  the CPU device's host plane) carry stats no analysis needs (``hlo_op``, ``program_id``, ...).
+  the CPU device's host plane) carry stats no analysis needs (``hlo_op``, ``hlo_module``, ...),
+  except ``program_id`` (``vocabulary.INT_STAT_COLUMNS``), which is decoded column-wise into an
+  ``IntColumn`` without a Python object per event.
+- Event *metadata* stats (one set per distinct name, not per event) are kept for every plane in
+  ``Plane.metadata_stats``: the compiled HLO modules of ``/host:metadata`` (as bytes, parsed only
+  by ``xlaprof.hlo`` when asked), TPU op categories and program ids.
 - Aggregated events (``num_occurrences`` instead of an offset) are not timeline events and are
   skipped with their stats (xprof's trace viewer draws them at their line's start).
 - A file that is not a readable XSpace raises ``BadProfileError`` naming the file and the fault.
@@ -25,7 +30,7 @@ from google.protobuf.message import DecodeError
 
 from xlaprof.errors import BadProfileError
 from xlaprof.xspace import vocabulary, wire
-from xlaprof.xspace.events import EventTable, Line, Plane, StatTable
+from xlaprof.xspace.events import EventTable, IntColumn, Line, Plane, StatTable
 
 PROFILE_START_STAT = "profile_start_time"
 PROFILE_STOP_STAT = "profile_stop_time"
@@ -118,9 +123,12 @@ def _read_plane(plane, line_base_ns: int) -> Plane:
     snapshot_ids = np.array([i for i in metadata_ids if plane.event_metadata[i].name == vocabulary.METRICS_EVENT],
                             np.int64)
 
+    int_stat_ids = np.array([k for k, name in stat_names.items() if name in vocabulary.INT_STAT_COLUMNS], np.int64)
+
     lines: list[Line] = []
     columns: list[tuple] = []  # per chunk: (line, metadata id, start_us, dur_us)
     stat_parts: list[tuple[np.ndarray, np.ndarray, list]] = []  # per chunk: (row, key, values)
+    int_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per chunk: (stat id, row, value)
     base_row = 0
     for line_index, line, chunk in _chunks(plane.lines, lines):
         raw = wire.decode_events(chunk)
@@ -135,8 +143,11 @@ def _read_plane(plane, line_base_ns: int) -> Plane:
             # In encoding order (the wire walk yields them by field position), with their row.
             with_row = np.argsort(raw.stat_start, kind="stable")
             with_row = with_row[keep[raw.stat_event[with_row]]]
-            stat_parts.append(_line_stats(raw, with_row, row_of, stat_names, stat_keys,
+            lead = wire.leading_stat_ids(raw.buffer, raw.stat_start[with_row], raw.stat_len[with_row])
+            stat_parts.append(_line_stats(raw, with_row, lead, row_of, stat_names, stat_keys,
                                           wanted_stat_ids, snapshot_ids))
+            if int_stat_ids.size:
+                int_parts.append(_int_stats(raw, with_row, lead, row_of, int_stat_ids))
         base_row += count
 
     if columns:
@@ -159,7 +170,11 @@ def _read_plane(plane, line_base_ns: int) -> Plane:
         stats = StatTable.empty()
     plane_stats = {stat_names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, stat_names)
                    for s in plane.stats}
-    return Plane(plane.name, lines, names, table, stats, plane_stats)
+    metadata_stats = {index: {stat_names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, stat_names)
+                              for s in plane.event_metadata[i].stats}
+                      for index, i in enumerate(metadata_ids) if len(plane.event_metadata[i].stats)}
+    return Plane(plane.name, lines, names, table, stats, plane_stats, _int_columns(int_parts, stat_names),
+                 metadata_stats, id_lookup)
 
 
 def _chunks(xlines, lines: list[Line]):
@@ -172,13 +187,35 @@ def _chunks(xlines, lines: list[Line]):
             yield line_index, line, line.events[lo:lo + CHUNK_EVENTS]
 
 
-def _line_stats(raw: wire.RawEvents, candidates: np.ndarray, row_of: np.ndarray, stat_names: dict[int, str],
-                stat_keys: dict[str, int], wanted_stat_ids: np.ndarray,
+def _int_stats(raw: wire.RawEvents, candidates: np.ndarray, lead: np.ndarray, row_of: np.ndarray,
+               int_stat_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The integer stats of ``int_stat_ids`` among the line's stats at ``candidates`` (whose
+    metadata ids are ``lead``), as (stat id, event row, value) columns."""
+    maybe = candidates[np.isin(lead, int_stat_ids) | (lead < 0)]
+    decoded = wire.decode_stats(raw.buffer, raw.stat_start[maybe], raw.stat_len[maybe])
+    ok = np.isin(decoded.metadata_id, int_stat_ids) & (
+        (decoded.kind == wire.STAT_INT64) | (decoded.kind == wire.STAT_UINT64))
+    return decoded.metadata_id[ok], row_of[raw.stat_event[maybe[ok]]], decoded.bits[ok].view(np.int64)
+
+
+def _int_columns(parts: list[tuple], stat_names: dict[int, str]) -> dict[str, IntColumn]:
+    if not parts:
+        return {}
+    ids, rows, values = (np.concatenate(c) for c in zip(*parts))
+    columns = {}
+    for stat_id in np.unique(ids).tolist():
+        pick = ids == stat_id
+        order = np.argsort(rows[pick], kind="stable")
+        columns[stat_names[stat_id]] = IntColumn(rows[pick][order].astype(np.int64), values[pick][order])
+    return columns
+
+
+def _line_stats(raw: wire.RawEvents, candidates: np.ndarray, lead: np.ndarray, row_of: np.ndarray,
+                stat_names: dict[int, str], stat_keys: dict[str, int], wanted_stat_ids: np.ndarray,
                 snapshot_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
-    """Of the line's stats at ``candidates``, those worth reading (see the module docstring), as
-    (event row, interned key, value)."""
+    """Of the line's stats at ``candidates`` (whose metadata ids are ``lead``, -1 where unknown),
+    those worth reading (see the module docstring), as (event row, interned key, value)."""
     owners = raw.stat_event[candidates]
-    lead = wire.leading_stat_ids(raw.buffer, raw.stat_start[candidates], raw.stat_len[candidates])
     marked = np.zeros(raw.metadata_id.size, bool)
     marked[owners[np.isin(lead, wanted_stat_ids) | (lead < 0)]] = True  # unknown: decode to see
     marked |= np.isin(raw.metadata_id, snapshot_ids)

@@ -19,11 +19,29 @@ DEVICE_DERIVED_LINES = frozenset({
     "TensorFlow Name Scope", "TensorFlow Ops", "SparseCore Ops", "Launch Stats",
 })
 STEPS_LINE = "Steps"
+XLA_MODULES_LINE = "XLA Modules"  # one event per program execution, named "<module>(<program id>)"
+XLA_OPS_LINE = "XLA Ops"  # one event per HLO instruction executed; its metadata carries program_id
+
+# The plane where XLA records every compiled program alive during the capture: one event metadata
+# per program (id = program id, name "<module>(<program id>)") carrying the optimized HLO module.
+METADATA_PLANE = "/host:metadata"
+HLO_PROTO_STAT = "Hlo Proto"
 
 # On the CPU XLA device the compiled program runs on PJRT CPU client threads of the host plane.
 CPU_EXECUTION_EVENTS = ("ThunkExecutor::Execute",)
 CPU_EXECUTION_FALLBACK_EVENTS = ("PjRtCpuExecutable::ExecuteHelper",)
 CPU_DEVICE_NAME = "CPU:0"
+# Each thunk of a CPU execution is an event named after its HLO instruction, carrying these stats;
+# its completion marker is a separate "end: <name>" event without them.
+HLO_OP_STAT = "hlo_op"
+HLO_MODULE_STAT = "hlo_module"
+PROGRAM_ID_STAT = "program_id"
+# TPU op metadata stats (xprof's names).
+HLO_CATEGORY_STAT = "hlo_category"
+# Host events that hand a compiled graph to the device runtime for execution.
+DISPATCH = frozenset({
+    "PjRtComputationClient::ExecuteComputation", "PjRtComputationClient::ExecuteReplicated",
+})
 
 TRANSFER_FROM_DEVICE = frozenset({
     "PjRtComputationClient::TransferFromDevice", "PjRtComputationClient::TransferFromServer",
@@ -54,6 +72,8 @@ STEP_ROOT_STAT = "_r"  # the profiler's step-root marker (1 on a step span)
 GRAPH_HASH_STAT = "graph_hash"  # XLAGraphExecutor::Compile
 # The reader keeps the stats of host events that carry one of these (see reader).
 STAT_KEYS_TO_READ = frozenset({SOURCE_STAT, STEP_NUM_STAT, GRAPH_HASH_STAT})
+# Integer stats the reader keeps column-wise for every host event carrying them (see events.IntColumn).
+INT_STAT_COLUMNS = frozenset({PROGRAM_ID_STAT})
 
 # The worker-side metrics sampler of collectors/ emits this event with the counters as stats,
 # and these facts about the worker beside them.

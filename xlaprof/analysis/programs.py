@@ -1,0 +1,131 @@
+"""Which compiled program each device execution ran, who dispatched it, and which compile made it.
+
+Contract:
+- ``program_executions(devices, host)`` returns ``ProgramExecutions``: one row per execution
+  event of every device (the events behind ``DeviceTimeline.rows``), column-wise: device index,
+  start, duration, ``program`` id (-1 where the capture does not say) and ``span``, the innermost
+  user span on the training thread when the host dispatched it (the latest dispatch event,
+  ``vocabulary.DISPATCH``, starting before the execution; the execution's own start without
+  one). Program ids: TPU/GPU module events are named "<module>(<program id>)"; on the CPU device
+  an execution's program is the ``program_id`` stat of the first op event inside it.
+- ``compile_programs(starts, ends, executions)`` links each graph compile to the program it made:
+  the program first executed soonest after the compile ended and before the next compile ended
+  (a program is made by one compile, and torch_xla runs a new graph right after compiling it). Compiles whose program never ran in
+  the window are paired, in order, with the recorded programs that never ran (``unrun``) when
+  their numbers agree; otherwise they stay unlinked (``None``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.host_activity import EventSet, HostActivity
+from xlaprof.hlo import program_of
+from xlaprof.xspace import vocabulary
+
+UNKNOWN = -1
+
+
+@dataclass
+class ProgramExecutions:
+    device: np.ndarray  # int32: index into the worker's device list
+    start_us: np.ndarray  # float64
+    dur_us: np.ndarray  # float64
+    program: np.ndarray  # int64: program id, UNKNOWN where the capture does not say
+    span: np.ndarray  # int64: dispatching user span (index into the host's SpanIndex), -1 where none
+
+    def __len__(self) -> int:
+        return int(self.start_us.size)
+
+    def first_runs(self) -> dict[int, float]:
+        """program id -> start of its first execution in the window."""
+        known = self.program != UNKNOWN
+        order = np.argsort(self.start_us[known], kind="stable")
+        programs, starts = self.program[known][order], self.start_us[known][order]
+        ids, first = np.unique(programs, return_index=True)
+        return dict(zip(ids.tolist(), starts[first].tolist()))
+
+
+def program_executions(devices: list[DeviceTimeline], host: HostActivity) -> ProgramExecutions:
+    parts = []
+    for d, device in enumerate(devices):
+        plane, rows = device.plane, device.rows
+        start = plane.events.start_us[rows]
+        dur = plane.events.dur_us[rows]
+        if device.kind is DeviceKind.CPU:
+            program = _cpu_programs(plane, rows)
+        else:
+            ids = {i: program_of(n) for i, n in enumerate(plane.names)}
+            program = np.array([UNKNOWN if ids[n] is None else ids[n] for n in plane.events.name[rows].tolist()],
+                               np.int64)
+        parts.append((np.full(rows.size, d, np.int32), start, dur, program))
+    if not parts:
+        z = np.zeros(0)
+        return ProgramExecutions(np.zeros(0, np.int32), z, z, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    device, start, dur, program = (np.concatenate(c) for c in zip(*parts))
+    order = np.argsort(start, kind="stable")
+    device, start, dur, program = device[order], start[order], dur[order], program[order]
+    return ProgramExecutions(device, start, dur, program, _dispatch_spans(host, start))
+
+
+def _cpu_programs(plane, rows: np.ndarray) -> np.ndarray:
+    """Per CPU execution, the program id of the first op event on its line inside it."""
+    column = plane.int_column(vocabulary.PROGRAM_ID_STAT)
+    program = np.full(rows.size, UNKNOWN, np.int64)
+    if not column.rows.size:
+        return program
+    ev = plane.events
+    op_line, op_start = ev.line[column.rows], ev.start_us[column.rows]
+    exec_line, exec_start = ev.line[rows], ev.start_us[rows]
+    exec_end = exec_start + ev.dur_us[rows]
+    for line in np.unique(exec_line).tolist():
+        mine = np.flatnonzero(exec_line == line)
+        ops = np.flatnonzero(op_line == line)
+        if not ops.size:
+            continue
+        ops = ops[np.argsort(op_start[ops], kind="stable")]
+        at = np.searchsorted(op_start[ops], exec_start[mine], side="left")
+        inside = at < ops.size
+        hit = np.where(inside, ops[np.minimum(at, ops.size - 1)], 0)
+        inside &= op_start[hit] < exec_end[mine]
+        program[mine[inside]] = column.values[hit[inside]]
+    return program
+
+
+def _dispatch_spans(host: HostActivity, starts: np.ndarray) -> np.ndarray:
+    plane = host.plane
+    if plane is None or not starts.size:
+        return np.full(starts.size, -1, np.int64)
+    dispatch = EventSet.of(plane, plane.rows_named(vocabulary.DISPATCH))
+    when = starts.copy()
+    if len(dispatch):
+        k = np.searchsorted(dispatch.start, starts, side="right") - 1
+        when = np.where(k >= 0, dispatch.start[np.maximum(k, 0)], starts)
+    return host.spans_at(np.full(starts.size, -1), when)
+
+
+def compile_programs(starts: np.ndarray, ends: np.ndarray, executions: ProgramExecutions,
+                     unrun: list[int] = ()) -> list[int | None]:
+    """Per compile (in the given order), the program id it made, or None."""
+    first = sorted((t, p) for p, t in executions.first_runs().items())
+    first_starts = np.array([t for t, _ in first])
+    taken: set[int] = set()
+    linked: list[int | None] = [None] * len(starts)
+    order = np.argsort(starts, kind="stable").tolist()
+    for n, i in enumerate(order):
+        # A program first run after the next compile ended is that compile's.
+        until = ends[order[n + 1]] if n + 1 < len(order) else np.inf
+        k = int(np.searchsorted(first_starts, ends[i], side="left")) if first else 0
+        while k < len(first) and first[k][1] in taken:
+            k += 1
+        if k < len(first) and first[k][0] < until:
+            linked[i] = first[k][1]
+            taken.add(first[k][1])
+    missing = [i for i in order if linked[i] is None]
+    spare = [p for p in unrun if p not in taken]
+    if missing and len(missing) == len(spare):
+        for i, program in zip(missing, sorted(spare)):
+            linked[i] = program
+    return linked

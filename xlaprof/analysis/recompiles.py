@@ -1,0 +1,253 @@
+"""Why it recompiled: the graphs compiled at one place, compared through their compiled HLO.
+
+Contract:
+- ``explain_recompiles(workers)`` takes, per worker, its label, compile records (each with the
+  ``program_id`` that ``programs.compile_programs`` linked) and ``HloModules``. It sets each
+  record's ``changed`` (what changed vs the previous graph compiled at its place, one phrase per
+  difference, "; "-joined) and returns one ``RecompileExplanation`` per place that compiled more
+  than one distinct graph (graph hash), most compile time first. A place is the span (name and
+  ``file:line``) the compile happened in, as in ``CompileSummary``; compiles outside any span
+  are told apart by graph family (same input and output ranks).
+- ``kind`` says what differs, in this order of precedence: ``inputs`` (their number or ranks),
+  ``dtype``, ``shape`` (dimension sizes: named by symbols, "input 3 (f32[B,256]): B = 8, 12, 16
+  across 3 compiles", with buckets to pad to), ``graph_size`` (same inputs and outputs, a
+  different number of instructions: a loop's trip count, a branch on a Python value),
+  ``computation`` (same size, other operations), ``constant`` (only scalar constants: torch_xla
+  bakes 0 and 1 in), ``none`` (the compiled programs are identical) and ``unknown`` (the
+  capture holds no HLO for the graphs). ``summary`` says it in a sentence, ``advice`` how to fix it.
+- ``explain_findings(findings, explanations)`` appends each place's summary to the detail of
+  its recompilation finding and gives it the explanation's advice instead of the generic one.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+
+from xlaprof.analysis import signature_diff as diff
+from xlaprof.analysis.compiles import CompileRecord
+from xlaprof.analysis.findings import Finding, FindingKind
+from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.hlo import GraphSignature, HloModules
+
+MAX_LINES_NAMED = 2  # source lines named for a change in graph size
+
+
+class ChangeKind(str, Enum):
+    INPUTS = "inputs"
+    DTYPE = "dtype"
+    SHAPE = "shape"
+    GRAPH_SIZE = "graph_size"
+    COMPUTATION = "computation"
+    CONSTANT = "constant"
+    NONE = "none"
+    UNKNOWN = "unknown"
+
+
+ADVICE = {
+    ChangeKind.INPUTS: (
+        "The graph takes different inputs from one compile to the next: a tensor enters it on some "
+        "steps only (created or moved to the device conditionally) or an input's rank changes. Keep "
+        "the traced step the same every time."),
+    ChangeKind.DTYPE: "An input changes dtype between steps; cast it to one dtype before the step.",
+    ChangeKind.SHAPE: (
+        "torch_xla compiles one graph per distinct input shape: pad {symbols} to a fixed size or "
+        "bucket {them} to a few sizes ({buckets}), so that a handful of graphs serve every step."),
+    ChangeKind.GRAPH_SIZE: (
+        "The inputs and outputs are the same but the traced code is not: a Python loop whose trip "
+        "count changes is unrolled into a different graph each time (fix the count, or use "
+        "torch_xla's fori_loop/while_loop), or a branch depends on a Python value."),
+    ChangeKind.COMPUTATION: (
+        "The inputs, outputs and size are the same but the operations differ: a branch on a Python "
+        "value, or a Python scalar that is 0 or 1 on some steps (torch_xla bakes 0 and 1 into the "
+        "graph): set XLA_NO_SPECIAL_SCALARS=1, or pass the value as a tensor."),
+    ChangeKind.CONSTANT: (
+        "torch_xla bakes the Python scalars 0 and 1 into the graph as constants (other values "
+        "travel as inputs), so a value that switches to or from 0 or 1 compiles a new graph: set "
+        "XLA_NO_SPECIAL_SCALARS=1 in the worker, or pass the value as a device tensor."),
+    ChangeKind.NONE: (
+        "The compiled programs are identical: the traced graphs differed only before XLA's "
+        "optimizations (e.g. in unused values). Run with PT_XLA_DEBUG_LEVEL=2 to see torch_xla's cause."),
+    ChangeKind.UNKNOWN: (
+        "The capture holds no compiled HLO for these graphs; run with PT_XLA_DEBUG_LEVEL=2 to see "
+        "torch_xla's cause of each compile."),
+}
+
+
+@dataclass
+class RecompileExplanation:
+    span: str  # the place: the span's name (NO_SPAN outside any span)
+    source: str | None  # the span's file:line
+    workers: list[str]  # workers where it happened
+    compiles: int  # compiles at this place (all workers)
+    graphs: int  # distinct graphs compiled there (per worker, the most)
+    compile_us: float  # compile time at this place (all workers)
+    kind: ChangeKind
+    summary: str  # what changed, in sentences
+    advice: str
+    inputs: list[dict] = field(default_factory=list)  # varying inputs: number, pattern, source, symbols
+    sizes: dict[str, list[int]] = field(default_factory=dict)  # symbol -> size per graph, in compile order
+    buckets: dict[str, list[int]] = field(default_factory=dict)  # symbol -> suggested padded sizes
+    constants: list[dict] = field(default_factory=list)  # changed scalar constants: dtype, values, source
+    instruction_counts: list[int] = field(default_factory=list)  # per graph, in compile order
+    program_ids: list[int | None] = field(default_factory=list)  # per graph, in compile order
+
+
+def explain_recompiles(workers: list[tuple[str, list[CompileRecord], HloModules]]) -> list[RecompileExplanation]:
+    found: dict[tuple, RecompileExplanation] = {}
+    for label, records, modules in workers:
+        for place, group in _places(records, modules).items():
+            graphs = _distinct_graphs(group)
+            signatures = [_signature(modules, r) for r in graphs]
+            _mark_changes(group, modules)
+            if len(graphs) < 2:
+                continue
+            explanation = _explain(place, graphs, signatures)
+            explanation.workers = [label]
+            explanation.compiles = len(group)
+            explanation.compile_us = sum(r.dur_us for r in group)
+            key = (explanation.span, explanation.source, explanation.kind, explanation.summary)
+            if key in found:
+                merged = found[key]
+                merged.workers.append(label)
+                merged.compiles += explanation.compiles
+                merged.compile_us += explanation.compile_us
+            else:
+                found[key] = explanation
+    return sorted(found.values(), key=lambda e: -e.compile_us)
+
+
+def explain_findings(findings: list[Finding], explanations: list[RecompileExplanation]) -> None:
+    by_span: dict[str, list[RecompileExplanation]] = {}
+    for e in explanations:
+        by_span.setdefault(e.span, []).append(e)
+    for finding in findings:
+        if finding.kind is not FindingKind.RECOMPILATION:
+            continue
+        mine = by_span.get(finding.span or NO_SPAN, [])
+        if mine:
+            finding.detail += ". " + " ".join(e.summary for e in mine)
+            finding.advice = " ".join(dict.fromkeys(e.advice for e in mine))
+
+
+def _places(records: list[CompileRecord], modules: HloModules) -> dict[tuple, list[CompileRecord]]:
+    places: dict[tuple, list[CompileRecord]] = {}
+    for r in sorted(records, key=lambda r: r.start_us):
+        family = None
+        if r.span is None:
+            signature = _signature(modules, r)
+            family = signature.family if signature is not None else None
+        places.setdefault((r.span or NO_SPAN, r.source, family), []).append(r)
+    return places
+
+
+def _distinct_graphs(group: list[CompileRecord]) -> list[CompileRecord]:
+    seen, graphs = set(), []
+    for r in group:
+        key = r.graph_hash or f"#{r.start_us}"
+        if key not in seen:
+            seen.add(key)
+            graphs.append(r)
+    return graphs
+
+
+def _signature(modules: HloModules, record: CompileRecord) -> GraphSignature | None:
+    module = modules.get(record.program_id)
+    return module.signature if module is not None else None
+
+
+def _mark_changes(group: list[CompileRecord], modules: HloModules) -> None:
+    previous = None
+    for r in group:
+        current = _signature(modules, r)
+        if previous is not None and current is not None:
+            r.changed = "; ".join(diff.changes(previous, current)) or "the same compiled program"
+        previous = current if current is not None else previous
+
+
+def _explain(place: tuple, graphs: list[CompileRecord], signatures: list[GraphSignature | None]
+             ) -> RecompileExplanation:
+    span, source, _ = place
+    where = f"in {span}" if span != NO_SPAN else "outside any span"
+    base = dict(span=span, source=source, workers=[], compiles=0, graphs=len(graphs), compile_us=0.0,
+                program_ids=[r.program_id for r in graphs])
+    known = [s for s in signatures if s is not None]
+    if len(known) < 2:
+        return RecompileExplanation(kind=ChangeKind.UNKNOWN, advice=ADVICE[ChangeKind.UNKNOWN], summary=(
+            f"{len(graphs)} different graphs compiled {where}; the capture holds the compiled HLO of "
+            f"{len(known)} of them."), **base)
+    counts = [s.instruction_count for s in known]
+    base["instruction_counts"] = counts
+    kind, summary, extra = _classify(known, len(graphs))
+    return RecompileExplanation(kind=kind, summary=summary[0].upper() + summary[1:], advice=extra.pop("advice", ADVICE[kind]), **base,
+                                **extra)
+
+
+def _classify(signatures: list[GraphSignature], compiles: int) -> tuple[ChangeKind, str, dict]:
+    across = f"across {compiles} compiles"
+    if len({s.family for s in signatures}) > 1:
+        arities = diff.sizes_text([len(s.parameters) for s in signatures])
+        return ChangeKind.INPUTS, f"The graphs take different inputs ({arities} inputs, or ranks change) {across}.", {}
+    dtypes = diff.changed_dtypes(signatures)
+    if dtypes:
+        said = "; ".join(f"input {k} is {diff.sizes_text(d)}" for k, d in dtypes)
+        return ChangeKind.DTYPE, f"Input dtypes change {across}: {said}.", {}
+    inputs, sizes = diff.varying_dims(signatures)
+    if inputs:
+        return _shape_summary(inputs, sizes, across)
+    counts = [s.instruction_count for s in signatures]
+    if len(set(counts)) > 1 or any(s.opcodes != signatures[0].opcodes for s in signatures):
+        kind = ChangeKind.GRAPH_SIZE if len(set(counts)) > 1 else ChangeKind.COMPUTATION
+        said = (f"the same inputs and outputs, but {diff.sizes_text(counts)} instructions {across}"
+                if kind is ChangeKind.GRAPH_SIZE else f"the same inputs, outputs and size, but other operations {across}")
+        lines = _growing_lines(signatures)
+        return kind, f"The graphs have {said}" + (f"; the difference comes from {lines}" if lines else "") + ".", {}
+    constants = _constant_changes(signatures)
+    if constants:
+        said = "; ".join(f"{diff.sizes_text(c['values'])}" + (f" at {c['source']}" if c["source"] else "")
+                         for c in constants)
+        return ChangeKind.CONSTANT, f"The graphs differ only in scalar constants {across}: {said}.", {
+            "constants": constants}
+    return ChangeKind.NONE, f"The compiled programs are identical {across}.", {}
+
+
+def _shape_summary(inputs: list[diff.SymbolicInput], sizes: dict[str, list[int]], across: str
+                   ) -> tuple[ChangeKind, str, dict]:
+    parts = []
+    for row in inputs:
+        made = f", created at {row.source}" if row.source else ""
+        values = "; ".join(f"{sym} = {diff.sizes_text(sizes[sym])}" for sym in row.symbols)
+        parts.append(f"input {row.number} ({row.pattern}{made}): {values}")
+    shown = parts[:3] + ([f"and {len(parts) - 3} more inputs"] if len(parts) > 3 else [])
+    suggested = {sym: diff.buckets(values) for sym, values in sizes.items()}
+    advice = ADVICE[ChangeKind.SHAPE].format(
+        symbols=" and ".join(suggested), them="them" if len(suggested) > 1 else "it",
+        buckets="; ".join(f"{sym}: e.g. {', '.join(map(str, b))}" if len(suggested) > 1 else f"e.g. {', '.join(map(str, b))}"
+                          for sym, b in suggested.items()))
+    if not any(r.source for r in inputs):
+        advice += " Run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates each input."
+    return ChangeKind.SHAPE, "; ".join(shown) + f" {across}.", {
+        "inputs": [dict(number=r.number, pattern=r.pattern, source=r.source, symbols=list(r.symbols)) for r in inputs],
+        "sizes": sizes, "buckets": suggested, "advice": advice}
+
+
+def _constant_changes(signatures: list[GraphSignature]) -> list[dict]:
+    if len({len(s.constants) for s in signatures}) > 1:
+        return []
+    changed = []
+    for k, first in enumerate(signatures[0].constants):
+        values = [s.constants[k].value for s in signatures]
+        if len(set(values)) > 1:
+            changed.append(dict(dtype=first.dtype, values=values, source=first.source))
+    return changed
+
+
+def _growing_lines(signatures: list[GraphSignature]) -> str:
+    """The source lines whose instruction counts differ most between the smallest and largest graph."""
+    small = min(signatures, key=lambda s: s.instruction_count)
+    large = max(signatures, key=lambda s: s.instruction_count)
+    delta = Counter(large.sources)
+    delta.subtract(small.sources)
+    named = [f"{line} ({n:+d} instructions)" for line, n in sorted(delta.items(), key=lambda kv: -abs(kv[1]))
+             if n][:MAX_LINES_NAMED]
+    return ", ".join(named)
