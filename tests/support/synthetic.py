@@ -36,7 +36,7 @@ def _intern(ids: dict[str, int], metadata, name: str) -> int:
     found = ids.get(name)
     if found is None:
         # Ids start at 1: the profiler reserves 0 for "no metadata".
-        found = ids[name] = len(ids) + 1
+        found = ids[name] = len(metadata) + 1
         metadata[found].id = found
         metadata[found].name = name
     return found
@@ -49,10 +49,30 @@ class PlaneBuilder:
         self.plane = plane
         self._line_base_ns = line_base_ns
         self._event_ids: dict[str, int] = {}
+        self._keyed_ids: dict[tuple, int] = {}
         self._stat_ids: dict[str, int] = {}
 
-    def event_id(self, name: str) -> int:
-        return _intern(self._event_ids, self.plane.event_metadata, name)
+    def event_id(self, name: str, metadata: dict | None = None) -> int:
+        """The metadata id of ``name``; with ``metadata`` (stats of the event metadata, as a TPU
+        op's ``program_id``) one entry per distinct (name, metadata)."""
+        if not metadata:
+            return _intern(self._event_ids, self.plane.event_metadata, name)
+        key = (name, tuple(sorted(metadata.items())))
+        found = self._keyed_ids.get(key)
+        if found is None:
+            found = self._keyed_ids[key] = len(self.plane.event_metadata) + 1
+            entry = self.plane.event_metadata[found]
+            entry.id, entry.name = found, name
+            for stat, value in metadata.items():
+                self.set_stat(entry.stats.add(), stat, value)
+        return found
+
+    def metadata_event(self, metadata_id: int, name: str, **stats) -> None:
+        """An event metadata entry with a chosen id and stats (the ``/host:metadata`` records)."""
+        entry = self.plane.event_metadata[metadata_id]
+        entry.id, entry.name = metadata_id, name
+        for stat, value in stats.items():
+            self.set_stat(entry.stats.add(), stat, value)
 
     def stat_id(self, name: str) -> int:
         return _intern(self._stat_ids, self.plane.stat_metadata, name)
@@ -89,8 +109,8 @@ class LineBuilder:
         self.line = line
         self._offset_ps = offset_ns * 1000
 
-    def event(self, name: str, start_us: float, dur_us: float, **stats) -> None:
-        event = self.line.events.add(metadata_id=self.plane.event_id(name),
+    def event(self, name: str, start_us: float, dur_us: float, *, metadata: dict | None = None, **stats) -> None:
+        event = self.line.events.add(metadata_id=self.plane.event_id(name, metadata),
                                      offset_ps=round(start_us * 1e6) - self._offset_ps,
                                      duration_ps=round(dur_us * 1e6))
         for key, value in stats.items():
@@ -150,6 +170,20 @@ COMPILE_EVENTS = 2  # XLAGraphExecutor::Compile > PjRtComputationClient::Compile
 OP_NAMES = [f"{kind}.{i}" for i in range(8) for kind in ("fusion", "convolution", "all-reduce", "copy")]
 
 
+@dataclass(frozen=True)
+class StepProgram:
+    """The compiled program a synthetic step runs (``training_capture(programs=...)``)."""
+
+    program_id: int
+    graph_hash: str
+    hlo: bytes  # its HloProto (tests.support.hlo_builder)
+    ops: tuple[tuple[str, str, float], ...]  # (HLO op name, category, share of the module's time), in order
+    module: str = "SyncTensorsGraph.93"
+
+
+OP_FILL = 0.9  # an op of a StepProgram fills this much of its share of the module
+
+
 def _compiles_at(step: int, recompile_every: int, warm: bool = False) -> bool:
     return (step == 0 and not warm) or (recompile_every > 0 and step > 0 and step % recompile_every == 0)
 
@@ -165,7 +199,8 @@ def training_event_count(*, steps: int, devices: int = 4, ops_per_step: int = 50
 
 def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, read_every: int = 1,
                      recompile_every: int = 0, seed: int = 0, shape: TrainingShape = TrainingShape(),
-                     warm: bool = False, script: str = "train.py") -> bytes:
+                     warm: bool = False, script: str = "train.py",
+                     programs: list[StepProgram] | None = None) -> bytes:
     """A TPU-shaped capture of ``steps`` training steps on ``devices`` chips.
 
     Host ``/host:CPU``, line ``python``, per step: ``train_step`` (step_num, source, _r=1) holding
@@ -178,6 +213,13 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
     module per step once it is dispatched and the previous one is done: ``XLA Modules`` (one event),
     ``XLA Ops`` (``ops_per_step`` ops tiling the module), ``Steps`` (one event). Span sources are
     lines of ``script`` (``train.py:30`` for ``train_step``, ``:42`` ``forward``, ``:57`` ``log_loss``).
+
+    With ``programs`` (one ``StepProgram`` per step) each step runs its program instead: it
+    compiles where the program is new, dispatches it (``ExecuteComputation`` inside the
+    ``StepMarker``), and the devices run ``<module>(<program id>)`` whose ``XLA Ops`` are the
+    program's ops (each ``share * OP_FILL`` of the module, their metadata carrying
+    ``program_id``, ``symbol_id`` and ``hlo_category`` as on a TPU); ``/host:metadata`` records
+    every program's HLO. (``training_event_count`` does not count these captures.)
     """
     rng = np.random.default_rng(seed)
     builder = XSpaceBuilder()
@@ -203,7 +245,10 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
         python.event("forward", t, shape.forward_us, source=f"{script}:42")
         t += shape.forward_us + 5.0
         marker = shape.step_marker_us
-        compiling = _compiles_at(step, recompile_every, warm)
+        if programs:
+            compiling = programs[step].program_id not in {p.program_id for p in programs[:step]}
+        else:
+            compiling = _compiles_at(step, recompile_every, warm)
         if compiling:
             graph += 1
             marker += shape.compile_us
@@ -211,8 +256,10 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
         python.event("SyncTensorsGraph", t + 2.0, marker - 4.0)
         if compiling:
             python.event("XLAGraphExecutor::Compile", t + 10.0, shape.compile_us,
-                         graph_hash=f"{graph:032x}")
+                         graph_hash=programs[step].graph_hash if programs else f"{graph:032x}")
             python.event("PjRtComputationClient::Compile", t + 20.0, shape.compile_us - 20.0)
+        if programs:
+            python.event("PjRtComputationClient::ExecuteComputation", t + marker - 3.0, 1.0)
         t += marker
         mod_start[step] = np.maximum(device_free, t + 5.0)
         device_free = mod_start[step] + mod_dur[step]
@@ -229,9 +276,32 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
         t += 5.0
         python.event("train_step", step_start, t - step_start, step_num=step, source=f"{script}:30", _r=1)
         t += 5.0
-    _device_lines(modules, op_lines, step_lines, mod_start, mod_dur, ops_per_step, rng)
+    if programs:
+        _program_lines(builder, modules, op_lines, step_lines, mod_start, mod_dur, programs)
+    else:
+        _device_lines(modules, op_lines, step_lines, mod_start, mod_dur, ops_per_step, rng)
     builder.task_environment(max(t, float(device_free.max())) + 10.0)
     return builder.to_bytes()
+
+
+def _program_lines(builder: XSpaceBuilder, modules: list[LineBuilder], op_lines: list[LineBuilder],
+                   step_lines: list[LineBuilder], mod_start: np.ndarray, mod_dur: np.ndarray,
+                   programs: list[StepProgram]) -> None:
+    for d, (module, ops, step_line) in enumerate(zip(modules, op_lines, step_lines)):
+        for step, program in enumerate(programs):
+            start, dur = float(mod_start[step, d]), float(mod_dur[step, d])
+            module.event(f"{program.module}({program.program_id})", start, dur, run_id=step)
+            step_line.event(str(step), start, dur)
+            at = start
+            for symbol, (name, category, share) in enumerate(program.ops, 1):
+                ops.event(name, at, dur * share * OP_FILL, metadata={
+                    vocabulary.PROGRAM_ID_STAT: program.program_id, "symbol_id": symbol,
+                    vocabulary.HLO_CATEGORY_STAT: category})
+                at += dur * share
+    metadata = builder.plane(vocabulary.METADATA_PLANE)
+    for program in {p.program_id: p for p in programs}.values():
+        metadata.metadata_event(program.program_id, f"{program.module}({program.program_id})",
+                                **{vocabulary.HLO_PROTO_STAT: program.hlo})
 
 
 def _device_lines(modules: list[LineBuilder], op_lines: list[LineBuilder], step_lines: list[LineBuilder],

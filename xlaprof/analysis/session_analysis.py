@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from xlaprof.analysis import intervals
 from xlaprof.analysis.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
 from xlaprof.analysis.compiles import CompileRecord, CompileSummary, compile_records, summarize_compiles
 from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
+from xlaprof.analysis.device_profile import DeviceProfile, device_profile
 from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
 from xlaprof.analysis.findings import CauseCost, ExecutionCause, Finding, rank_findings
 from xlaprof.analysis.host_activity import HostActivity
@@ -96,6 +98,11 @@ class SessionAnalysis:
     config: AnalysisConfig
     errors: list[str] = field(default_factory=list)
     recompiles: list[RecompileExplanation] = field(default_factory=list)  # why places recompiled, most time first
+
+    @cached_property
+    def device_profile(self) -> DeviceProfile:
+        """Device time by graph, HLO instruction and Python line (computed on first use)."""
+        return device_profile(self.workers)
 
     @property
     def compiles_before_window(self) -> int | None:

@@ -8,7 +8,9 @@ device_busy_us, device_idle_us, idle_by_cause_us, compiles, transfers_from_devic
 steps, metrics, compile_events, execution_causes, step_alignment, per_worker, stragglers,
 event_count, errors. Keys may be added; the listed ones never move or change meaning.
 ``compiles.explained`` lists why each place recompiled (``analysis.recompiles``) and
-``compiles.before_window`` how many graphs the workers had compiled before the window.
+``compiles.before_window`` how many graphs the workers had compiled before the window;
+``graphs`` the device time of each compiled graph with its top HLO ops, and
+``device_time_by_line`` the device time by Python line (``analysis.device_profile``).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.compiles import CompileSummary
+from xlaprof.analysis.device_profile import DeviceProfile
 from xlaprof.analysis.findings import Finding
 from xlaprof.analysis.reads import ReadSummary
 from xlaprof.analysis.recompiles import RecompileExplanation
@@ -26,6 +29,9 @@ from xlaprof.analysis.steps import StepTable
 from xlaprof.analysis.worker_comparison import WorkerComparison
 
 MAX_EXECUTION_CAUSES = 50  # (cause, frame) rows of the debug files listed
+MAX_GRAPHS = 50  # graphs listed, most device time first
+MAX_OPS = 20  # ops listed per graph, most self time first
+MAX_LINES = 50  # Python lines listed by device time
 
 
 def analysis_json(analysis: SessionAnalysis) -> dict:
@@ -46,6 +52,7 @@ def analysis_json(analysis: SessionAnalysis) -> dict:
         "compile_events": [dict(asdict(r), worker=w.worker.label) for w in analysis.workers for r in w.compiles],
         "execution_causes": [asdict(row) for row in analysis.execution_causes[:MAX_EXECUTION_CAUSES]],
         **comparison_json(analysis.comparison),
+        **device_profile_json(analysis.device_profile),
         "event_count": analysis.session.event_count,
         "errors": analysis.errors,
     }
@@ -64,6 +71,12 @@ def compiles_json(compiles: CompileSummary, explained: list[RecompileExplanation
             "by_graph_hash": compiles.by_graph_hash, "recompiled_spans": compiles.recompiled_spans,
             "trigger_by_span": {span: asdict(t) for span, t in compiles.trigger_by_span.items()},
             "explained": [dict(asdict(e), kind=e.kind.value) for e in explained], "before_window": before_window}
+
+
+def device_profile_json(profile: DeviceProfile) -> dict:
+    return {"graphs": [dict(asdict(g), ops=[asdict(o) for o in g.ops[:MAX_OPS]], ops_total=len(g.ops))
+                       for g in profile.graphs[:MAX_GRAPHS]],
+            "device_time_by_line": [asdict(line) for line in profile.lines[:MAX_LINES]]}
 
 
 def reads_json(reads: ReadSummary) -> dict:

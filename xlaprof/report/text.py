@@ -9,11 +9,13 @@ from __future__ import annotations
 import textwrap
 
 from xlaprof.analysis import SessionAnalysis
+from xlaprof.analysis.device_profile import NO_SOURCE
 from xlaprof.analysis.span_index import NO_SPAN
 from xlaprof.report.json_report import analysis_json
 from xlaprof.units import format_duration as _t
 
 WIDTH = 100
+TOP_OPS = 3  # ops shown under each graph
 
 
 def _pct(part: float, whole: float) -> str:
@@ -61,12 +63,37 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
 
     out.append(_rule("Compilations"))
     out += _compile_lines(data["compiles"], top)
+    out += _device_lines(data, top)
     reads = data["transfers_from_device"]
     out.append(_rule("Blocking reads (TransferFromDevice)"))
     out.append(f"  {reads['count']} read(s), transfer {_t(reads['total_us'])}, host blocked {_t(reads['blocked_us'])}\n")
     for span, n in list(reads["by_span"].items())[:top]:
         out.append(f"  {n:>6} in {span}\n")
     return "".join(out)
+
+
+def _device_lines(data: dict, top: int) -> list[str]:
+    """Device time by graph (with each graph's top ops) and by Python line."""
+    graphs = data["graphs"]
+    if not graphs:
+        return []
+    out = [_rule("Device time by graph")]
+    busy = data["device_busy_us"]
+    for g in graphs[:top]:
+        where = g["span"] or "(no span)"
+        compiled = "; compiled in this window" if g["compiled_in_window"] else ""
+        out.append(f"  {g['module'] or 'program'} (program {g['program_id']}) on {g['worker']}, dispatched in {where}\n")
+        out.append(f"    {g['executions']} run(s): {_t(g['total_us'])} ({_pct(g['total_us'], busy).strip()} of busy), "
+                   f"median {_t(g['median_us'])}{compiled}\n")
+        for op in g["ops"][:TOP_OPS]:
+            at = f"  {op['source']}" if op["source"] else ""
+            out.append(f"      {op['name']:<32} {op['category']:<16} {_t(op['self_us']):>10}{at}\n")
+    lines = [line for line in data["device_time_by_line"] if line["source"] != NO_SOURCE]
+    if lines:
+        out.append(_rule("Device time by Python line"))
+        for line in lines[:top]:
+            out.append(f"  {_t(line['self_us']):>10}  {_pct(line['self_us'], busy)} of busy  {line['source']}\n")
+    return out
 
 
 def _compile_lines(compiles: dict, top: int) -> list[str]:

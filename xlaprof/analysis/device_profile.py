@@ -1,0 +1,218 @@
+"""Where device time goes: per compiled graph, per HLO instruction, and per Python line.
+
+Contract: ``device_profile(workers)`` returns a ``DeviceProfile`` of the analysed workers:
+- ``graphs``: one ``GraphProfile`` per (worker, program) that ran in the window: executions
+  (module events, summed over devices), total and median device time, the user span that
+  dispatched it most often, whether it was compiled in the window, and its ``ops``.
+- ``GraphProfile.ops``: one ``OpStat`` per HLO instruction that ran as a device op: occurrences,
+  total time, self time (the op's time minus the ops nested in it on the same line, as XProf's
+  HLO stats count it), category (TPU: the op metadata's ``hlo_category``; else from the HLO:
+  opcode, or "<kind> fusion") and source line (``XLA_HLO_DEBUG=1``).
+  Op events are the TPU planes' ``XLA Ops`` lines, and on the CPU device the thunk events of the
+  host plane that carry a ``program_id`` (each named after its HLO instruction).
+- ``lines``: device self time by Python source line, over all graphs and workers, most first;
+  ops without a source line are summed under ``NO_SOURCE``.
+Times are microseconds of device time, summed over devices; ops are counted whole when they
+start inside the worker's window. Computed on demand (``SessionAnalysis.device_profile``).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xlaprof.analysis.device_timeline import DeviceKind
+from xlaprof.analysis.programs import UNKNOWN
+from xlaprof.hlo import HloModules
+from xlaprof.xspace import vocabulary
+from xlaprof.xspace.events import Plane
+
+NO_SOURCE = "(no source line: run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1)"
+
+
+@dataclass
+class OpStat:
+    name: str  # the HLO instruction
+    category: str
+    occurrences: int
+    total_us: float
+    self_us: float  # total minus nested ops
+    source: str | None  # "file:line" of the Python code that created it
+
+
+@dataclass
+class GraphProfile:
+    worker: str
+    program_id: int
+    module: str | None  # the HLO module's name
+    executions: int  # module executions, summed over devices
+    total_us: float
+    median_us: float  # of one execution
+    span: str | None  # the user span that dispatched it most often
+    source: str | None  # that span's file:line
+    compiled_in_window: bool
+    graph_hash: str | None  # torch_xla's hash of the graph, where its compile was in the window
+    ops: list[OpStat] = field(default_factory=list)  # by self time, most first
+
+    @property
+    def op_self_us(self) -> float:
+        return sum(op.self_us for op in self.ops)
+
+
+@dataclass
+class LineTime:
+    source: str  # "file:line", or NO_SOURCE
+    self_us: float  # device self time of the ops it created
+    ops: int  # distinct (graph, instruction) pairs
+
+
+@dataclass
+class DeviceProfile:
+    graphs: list[GraphProfile]  # by total time, most first
+    lines: list[LineTime]  # by time, most first
+
+    def graph(self, worker: str, program_id: int) -> GraphProfile | None:
+        return next((g for g in self.graphs if g.worker == worker and g.program_id == program_id), None)
+
+
+def device_profile(workers: list) -> DeviceProfile:
+    """``workers``: the ``WorkerAnalysis`` list of a ``SessionAnalysis``."""
+    graphs: list[GraphProfile] = []
+    for w in workers:
+        graphs += _worker_graphs(w)
+    graphs.sort(key=lambda g: -g.total_us)
+    return DeviceProfile(graphs, _lines(graphs))
+
+
+def _worker_graphs(w) -> list[GraphProfile]:
+    ex = w.programs
+    lo, hi = w.window
+    inside = (ex.start_us >= lo) & (ex.start_us < hi) & (ex.program != UNKNOWN)
+    ops = _op_stats(w, lo, hi)
+    compiled = {r.program_id: r.graph_hash for r in w.compiles if r.program_id is not None}
+    graphs = []
+    for program in np.unique(ex.program[inside]).tolist():
+        mine = inside & (ex.program == program)
+        spans = Counter(ex.span[mine].tolist())
+        span_name, span_source = w.host.spans.label(spans.most_common(1)[0][0])
+        graphs.append(GraphProfile(
+            w.worker.label, program, w.hlo.name(program), int(mine.sum()), float(ex.dur_us[mine].sum()),
+            float(np.median(ex.dur_us[mine])), span_name, span_source, program in compiled, compiled.get(program),
+            sorted(ops.get(program, []), key=lambda o: -o.self_us)))
+    return graphs
+
+
+def _op_stats(w, lo: float, hi: float) -> dict[int, list[OpStat]]:
+    """program id -> its ops, over the worker's devices."""
+    parts = []  # (plane, rows, program per row)
+    for device in w.devices:
+        if device.kind is DeviceKind.CPU:
+            column = device.plane.int_column(vocabulary.PROGRAM_ID_STAT)
+            parts.append((device.plane, column.rows, column.values))
+        else:
+            parts.append(_tpu_ops(device.plane, w.programs, w.devices.index(device)))
+    found: dict[int, list[OpStat]] = defaultdict(list)
+    for plane, rows, programs in parts:
+        ev = plane.events
+        start = ev.start_us[rows]
+        keep = (start >= lo) & (start < hi) & (programs != UNKNOWN)
+        rows, programs = rows[keep], programs[keep]
+        if not rows.size:
+            continue
+        dur = ev.dur_us[rows]
+        self_us = dur - _children_time(ev.line[rows], ev.start_us[rows], dur)
+        pairs, inverse = np.unique(np.stack([programs, ev.name[rows].astype(np.int64)]), axis=1, return_inverse=True)
+        inverse = inverse.ravel()
+        counts = np.bincount(inverse)
+        totals = np.bincount(inverse, weights=dur)
+        selfs = np.bincount(inverse, weights=self_us)
+        for k, (program, name_index) in enumerate(pairs.T.tolist()):
+            found[program].append(_op(w.hlo, plane, program, name_index, int(counts[k]), float(totals[k]),
+                                      float(selfs[k])))
+    return _merge_devices(found)
+
+
+def _op(modules: HloModules, plane: Plane, program: int, name_index: int, count: int, total: float,
+        self_us: float) -> OpStat:
+    name = plane.names[name_index]
+    module = modules.get(program)
+    instruction = module.instruction(name) if module is not None else None
+    category = plane.metadata_stats.get(name_index, {}).get(vocabulary.HLO_CATEGORY_STAT)
+    if not isinstance(category, str):
+        category = instruction.category if instruction is not None else "unknown"
+    return OpStat(name, category, count, total, self_us, instruction.source if instruction is not None else None)
+
+
+def _merge_devices(found: dict[int, list[OpStat]]) -> dict[int, list[OpStat]]:
+    """One OpStat per (program, op name), summing the devices' planes."""
+    merged: dict[int, list[OpStat]] = {}
+    for program, stats in found.items():
+        by_name: dict[str, OpStat] = {}
+        for s in stats:
+            have = by_name.get(s.name)
+            if have is None:
+                by_name[s.name] = OpStat(s.name, s.category, s.occurrences, s.total_us, s.self_us, s.source)
+            else:
+                have.occurrences += s.occurrences
+                have.total_us += s.total_us
+                have.self_us += s.self_us
+        merged[program] = list(by_name.values())
+    return merged
+
+
+def _tpu_ops(plane: Plane, executions, device: int) -> tuple[Plane, np.ndarray, np.ndarray]:
+    """The ``XLA Ops`` rows of a device plane and each op's program: from its metadata's
+    ``program_id``, else the module execution holding it."""
+    lines = plane.line_ids_where(lambda name: name == vocabulary.XLA_OPS_LINE)
+    rows = np.flatnonzero(np.isin(plane.events.line, lines))
+    by_name = np.full(len(plane.names), UNKNOWN, np.int64)
+    for index, stats in plane.metadata_stats.items():
+        value = stats.get(vocabulary.PROGRAM_ID_STAT)
+        if isinstance(value, int):
+            by_name[index] = value
+    programs = by_name[plane.events.name[rows]] if rows.size else np.zeros(0, np.int64)
+    missing = programs == UNKNOWN
+    if missing.any():
+        mine = executions.device == device
+        starts, ends = executions.start_us[mine], executions.start_us[mine] + executions.dur_us[mine]
+        at = np.searchsorted(starts, plane.events.start_us[rows[missing]], side="right") - 1
+        held = (at >= 0) & (plane.events.start_us[rows[missing]] < ends[np.maximum(at, 0)])
+        programs[np.flatnonzero(missing)[held]] = executions.program[mine][at[held]]
+    return plane, rows, programs
+
+
+def _children_time(line: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Per event, the summed duration of the events directly nested in it on its line."""
+    n = start.size
+    end = start + dur
+    order = np.lexsort((-end, start, line))
+    s_line, s_end = line[order], end[order]
+    # Each event's parent is the nearest earlier event (in start order) on its line that ends no
+    # earlier; pointer jumping walks the candidates back without a Python loop per event.
+    parent = np.arange(n) - 1
+    parent[np.r_[True, s_line[1:] != s_line[:-1]]] = -1
+    live = np.flatnonzero(parent >= 0)
+    while live.size:
+        candidate = parent[live]
+        found = s_end[candidate] >= s_end[live]
+        live = live[~found]
+        parent[live] = parent[parent[live]]
+        live = live[parent[live] >= 0]
+    children = np.zeros(n)
+    has = parent >= 0
+    np.add.at(children, parent[has], dur[order][has])
+    result = np.empty(n)
+    result[order] = children
+    return result
+
+
+def _lines(graphs: list[GraphProfile]) -> list[LineTime]:
+    time: dict[str, float] = defaultdict(float)
+    ops: Counter[str] = Counter()
+    for g in graphs:
+        for op in g.ops:
+            key = op.source or NO_SOURCE
+            time[key] += op.self_us
+            ops[key] += 1
+    return sorted((LineTime(k, v, ops[k]) for k, v in time.items()), key=lambda x: -x.self_us)
