@@ -4,48 +4,94 @@ Contract: ``with xlaprof.profile("logs") as run: ...`` records everything the pr
 the block (host events, XLA executions, xlaprof spans, metric snapshots) and writes one session,
 ``<logdir>/plugins/profile/<run>/<host>_<pid>.xplane.pb`` with its manifest, staged and renamed
 when whole. ``run.path`` is the session directory after the block. No server or port is needed.
+
+With ``steps=range(a, b)`` it records steps ``a`` to ``b - 1`` only, by the numbers of
+``xlaprof.step(n)`` inside the block: recording starts as the first step of the range (or a
+later step of it, when the loop skips the first) opens, and stops as the last one closes, or as
+a step past the range opens, or at the end of the block; the session is written right then (the
+step that closes the window waits for the write). ``steps=range(0, 20)`` catches what a capture
+of a running job misses: the compiles of the first steps, which torch_xla caches afterwards.
+Where no step of the range ran, nothing is written, ``run.path`` stays None and one warning says
+so. One step-scheduled capture at a time per process.
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 
-from collectors import metrics_sampler, torch_xla_import
+from collectors import metrics_sampler, spans, torch_xla_import
 from collectors.session_writer import StagedSession, host_name
+from xlaprof.errors import XlaprofError
 from xlaprof.session.manifest import CaptureStatus, WorkerStatus
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.metrics import window_metrics
 
+log = logging.getLogger("xlaprof")
+
 
 class profile:  # noqa: N801 - used like a function
-    """Capture this process's own profile for the duration of a ``with`` block.
+    """Capture this process's own profile for the duration of a ``with`` block, or some of its steps.
 
     Args:
         logdir: where the session goes (default ``xlaprof-logs``; local path or fsspec URL).
         name: the run name (default a timestamp; never overwrites an existing run).
-    After the block, ``path`` is the session directory, ready for ``xlaprof analyze``.
-    Raises ``XlaprofError`` for a bad run name, ``MissingExtraError`` without torch_xla.
+        steps: record only these ``xlaprof.step`` numbers, a ``range`` with step 1 (e.g.
+            ``range(0, 20)``: the first 20 steps, compiles included); default: the whole block.
+    After the block, ``path`` is the session directory, ready for ``xlaprof analyze`` (None when
+    ``steps`` named no step that ran). Raises ``XlaprofError`` for a bad run name or ``steps``,
+    or a second step-scheduled capture while one is active; ``MissingExtraError`` without torch_xla.
     """
 
-    def __init__(self, logdir: str = "xlaprof-logs", *, name: str | None = None) -> None:
+    def __init__(self, logdir: str = "xlaprof-logs", *, name: str | None = None, steps: range | None = None) -> None:
+        if steps is not None and (not isinstance(steps, range) or steps.step != 1 or not len(steps)):
+            raise XlaprofError(f"steps={steps!r}: give the steps to record as a non-empty range, e.g. range(0, 20)")
         self.logdir = str(logdir)
         self.name = name
+        self.steps = steps
         self.path: str | None = None  # the session directory, once written
         self._session = None
         self._started = 0.0
+        self._done = False
 
     def __enter__(self) -> profile:
-        profiler = torch_xla_import.profiler()
+        torch_xla_import.profiler()  # fail here, not in the first step, without torch_xla
         metrics_sampler.ensure_sampler()
-        self._started = time.time()
-        self._session = profiler.TslProfilerSessionWrapper()
-        metrics_sampler.emit()  # the window's first snapshot, before any work
+        if self.steps is None:
+            self._start()
+        else:
+            spans.listen_to_steps(self)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        if self.steps is not None:
+            spans.listen_to_steps(None)
+        if self._session is not None:
+            self._finish()
+        elif self.steps is not None and not self._done:
+            log.warning("xlaprof.profile: no step of %r ran inside the block; nothing was captured", self.steps)
+
+    # Called by xlaprof.step (collectors.spans) while this capture listens.
+    def step_starting(self, n: int) -> None:
+        if self._session is not None and n >= self.steps.stop:
+            self._finish()
+        elif self._session is None and not self._done and n in self.steps:
+            self._start()
+
+    def step_ended(self, n: int) -> None:
+        if self._session is not None and n >= self.steps[-1]:
+            self._finish()
+
+    def _start(self) -> None:
+        self._started = time.time()
+        self._session = torch_xla_import.profiler().TslProfilerSessionWrapper()
+        metrics_sampler.emit()  # the window's first snapshot, before any work
+
+    def _finish(self) -> None:
         metrics_sampler.emit()  # and its last
         data = self._session.stop()
         self._session = None
+        self._done = True
         staged = StagedSession(self.logdir, self.name)
         try:
             host = host_name()
@@ -54,7 +100,8 @@ class profile:  # noqa: N801 - used like a function
             worker = {"address": f"{host}:pid{os.getpid()}", "host": host, "port": os.getpid(),
                       "file": file_name, "status": WorkerStatus.OK.value, "error": None, "events": space.event_count,
                       "metrics": metrics.to_json() if metrics else None}
-            self.path = staged.commit({"kind": "in-process", "duration_s": time.time() - self._started,
+            scheduled = {"steps": [self.steps.start, self.steps.stop]} if self.steps is not None else {}
+            self.path = staged.commit({"kind": "in-process", "duration_s": time.time() - self._started, **scheduled,
                                        "status": CaptureStatus.COMPLETE.value, "workers": [worker]})
         except BaseException:
             staged.discard()

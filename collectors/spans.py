@@ -11,6 +11,9 @@ Contract:
   IR scope, so ``torch_xla.sync()``/``xm.mark_step()`` may run inside them, and they nest. They
   never read a tensor value and never sync: the span itself calls nothing but the profiler.
 - When no capture is recording, a span costs a frame lookup and one boolean check.
+- ``listen_to_steps(listener)`` lets a step-scheduled capture (``collectors.inprocess``) hear
+  every ``step`` open (``step_starting(n)``, before its span opens) and close (``step_ended(n)``,
+  after its span closed); ``None`` stops it. Without a listener a step pays one global read.
 """
 from __future__ import annotations
 
@@ -19,7 +22,19 @@ import sys
 import threading
 
 from collectors import torch_xla_import
+from xlaprof.errors import XlaprofError
 from xlaprof.xspace.vocabulary import SOURCE_STAT, STEP_NUM_STAT, STEP_ROOT_STAT, USER_SPAN_LEVEL
+
+
+_step_listener = None  # the step-scheduled capture listening, if any
+
+
+def listen_to_steps(listener) -> None:
+    """Tell ``listener`` about every step (see the module docstring); ``None`` to stop."""
+    global _step_listener
+    if listener is not None and _step_listener is not None:
+        raise XlaprofError("a step-scheduled xlaprof.profile(steps=...) is already active in this process")
+    _step_listener = listener
 
 
 def _open(name: str, source: str, meta: dict):
@@ -97,6 +112,8 @@ class step:  # noqa: N801 - used like a function
 
     def __enter__(self) -> step:
         caller = sys._getframe(1)
+        if _step_listener is not None:
+            _step_listener.step_starting(self.n)
         self._span = _open(self.name, f"{caller.f_code.co_filename}:{caller.f_lineno}",
                            {STEP_NUM_STAT: self.n, STEP_ROOT_STAT: 1, **self.meta})
         return self
@@ -104,3 +121,5 @@ class step:  # noqa: N801 - used like a function
     def __exit__(self, exc_type, exc, tb) -> None:
         _close(self._span)
         self._span = None
+        if _step_listener is not None:
+            _step_listener.step_ended(self.n)

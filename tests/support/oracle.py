@@ -1,4 +1,4 @@
-"""The reader's oracle: per-name event counts from xprof's trace viewer and from our reader.
+"""Oracles from xprof: per-name event counts (the reader's), and per-op device time (the op profile's).
 
 ``xprof_event_counts(path)`` converts a capture with xprof (``xspace_to_tool_data(..., "trace_viewer")``)
 and ``xlaprof_event_counts(path)`` reads it with ``xlaprof.reader``; both return a ``Counter`` of
@@ -20,12 +20,20 @@ What xprof's conversion does, found on torch_xla 2.9 CPU captures and on TPU-sha
 - Aggregated events (``num_occurrences`` instead of an offset) are drawn by xprof as complete
   events at their line's start; our reader skips them. torch_xla captures hold none, so the
   comparison is only meaningful for captures without them.
+
+Per-op device time: ``xprof_hlo_stats(path)`` is xprof's HLO stats tool (TPU captures: one row per
+(program id, HLO op) with occurrences, total and self time); it caches its conversion beside the
+capture, so the capture is converted from a fresh copy. It has no rows for the CPU device (no
+device planes); there ``xprof_op_totals(path)`` sums xprof's trace-viewer events that carry an
+``hlo_op`` (the CPU thunks) by op name, xprof's trace viewer dropping their ``program_id``.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
+import tempfile
 from collections import Counter
 from contextlib import contextmanager
 
@@ -92,3 +100,29 @@ def xlaprof_event_counts(path: str) -> Counter[Key]:
             name = STEPS_LINE if _is_steps_line(plane.name, line) else plane.names[name_index]
             counts[(plane.name, line, name, "X" if dur > 0 else "i")] += 1
     return counts
+
+
+def xprof_hlo_stats(path: str) -> dict[tuple[int, str], tuple[int, float, float]]:
+    """{(program id, op): (occurrences, total us, self us)} from xprof's hlo_stats tool."""
+    from xprof.convert import raw_to_tool_data
+
+    with tempfile.TemporaryDirectory() as fresh:
+        copy = shutil.copy(path, fresh)
+        with _quiet_stderr():
+            data, _ = raw_to_tool_data.xspace_to_tool_data([copy], "hlo_stats", {})
+    table = json.loads(data)
+    columns = [c["id"] for c in table["cols"]]
+    rows = [dict(zip(columns, (cell.get("v") for cell in row["c"]))) for row in table["rows"]]
+    return {(int(r["program_id"]), r["hlo_op_name"]): (int(r["occurrences"]), r["total_time"], r["total_self_time"])
+            for r in rows}
+
+
+def xprof_op_totals(path: str) -> Counter[str]:
+    """{HLO op name: total us} over xprof's trace-viewer events carrying an ``hlo_op``."""
+    with tempfile.TemporaryDirectory() as fresh:
+        events = xprof_trace(shutil.copy(path, fresh))["traceEvents"]
+    totals: Counter[str] = Counter()
+    for e in events:
+        if e.get("ph") == "X" and "hlo_op" in e.get("args", {}):
+            totals[e["args"]["hlo_op"]] += e["dur"]
+    return totals

@@ -94,8 +94,8 @@ def _worker_graphs(w) -> list[GraphProfile]:
     graphs = []
     for program in np.unique(ex.program[inside]).tolist():
         mine = inside & (ex.program == program)
-        spans = Counter(ex.span[mine].tolist())
-        span_name, span_source = w.host.spans.label(spans.most_common(1)[0][0])
+        spans = Counter(w.host.spans.label(span) for span in ex.span[mine].tolist())
+        span_name, span_source = spans.most_common(1)[0][0]
         graphs.append(GraphProfile(
             w.worker.label, program, w.hlo.name(program), int(mine.sum()), float(ex.dur_us[mine].sum()),
             float(np.median(ex.dur_us[mine])), span_name, span_source, program in compiled, compiled.get(program),

@@ -1,0 +1,111 @@
+"""Device time by graph, HLO instruction and Python line, on captures built in code with exact
+truth: TPU-shaped (XLA Modules / XLA Ops lines) and CPU-shaped (thunk events on the host plane)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.hlo_builder import MLP_OPS, mlp_module
+from tests.support.synthetic import OP_FILL, StepProgram, TrainingShape, XSpaceBuilder, training_capture, write_session
+from xlaprof.analysis import analyze
+from xlaprof.analysis.device_profile import NO_SOURCE, _children_time
+from xlaprof.report import analysis_json, render_text
+from xlaprof.session import Session
+
+OPS = tuple((name, category, share) for name, (category, share) in MLP_OPS.items())
+MODULE_US = 1500.0
+
+
+def test_tpu_graphs_ops_and_lines_are_exact(tmp_path):
+    small = StepProgram(11, "a" * 32, mlp_module(11, 8), OPS)
+    large = StepProgram(22, "b" * 32, mlp_module(22, 16), OPS)
+    data = training_capture(steps=5, devices=2, programs=[small, large, small, large, large],
+                            shape=TrainingShape(jitter_us=0, module_us=MODULE_US))
+    analysis = analyze(Session.load(write_session(str(tmp_path), "run", {"w0_9012": data})))
+    profile = analysis.device_profile
+    assert [(g.program_id, g.executions) for g in profile.graphs] == [(22, 6), (11, 4)]  # runs x devices
+    graph = profile.graphs[0]
+    assert graph.total_us == pytest.approx(6 * MODULE_US) and graph.median_us == pytest.approx(MODULE_US)
+    assert (graph.span, graph.source, graph.compiled_in_window, graph.graph_hash) == (
+        "train_step", "train.py:30", True, "b" * 32)
+    assert [op.name for op in graph.ops] == list(MLP_OPS)  # by self time, most first
+    for op in graph.ops:
+        category, share = MLP_OPS[op.name]
+        assert op.category == category and op.occurrences == 6
+        assert op.total_us == pytest.approx(6 * MODULE_US * share * OP_FILL) == op.self_us
+    assert graph.ops[0].source == "train.py:15" and graph.ops[-1].source is None  # copy.1 has no metadata
+    lines = {line.source: line.self_us for line in profile.lines}
+    per_run = MODULE_US * OP_FILL
+    assert lines["train.py:15"] == pytest.approx(10 * per_run * (0.40 + 0.25 + 0.20))
+    assert lines["train.py:17"] == pytest.approx(10 * per_run * 0.10)
+    assert lines[NO_SOURCE] == pytest.approx(10 * per_run * 0.05)
+    report = analysis_json(analysis)
+    assert report["graphs"][0]["ops"][0]["name"] == "dot.1" and report["graphs"][0]["ops_total"] == 5
+    assert report["device_time_by_line"][0]["source"] == "train.py:15"
+    text = render_text(analysis)
+    assert "Device time by graph" in text and "Device time by Python line" in text
+    assert f"  SyncTensorsGraph.93 (program 22) on w0:9012, dispatched in train_step\n" in text
+
+
+def _cpu_capture() -> bytes:
+    """A CPU-device capture: two executions of program 5 on the PJRT CPU client thread, each with
+    a dot, a ``call`` holding a nested fusion, and the runtime's "end:" markers."""
+    builder = XSpaceBuilder()
+    builder.task_environment(2000.0)
+    host = builder.plane("/host:CPU")
+    python = host.line("python", line_id=1)
+    client = host.line("tf_XLAPjRtCpuClient/2", line_id=2)
+    for k, at in enumerate((100.0, 1100.0)):
+        python.event("train_step", at - 90, 400, step_num=k, source="train.py:30", _r=1)
+        python.event("PjRtComputationClient::ExecuteComputation", at - 20, 5)
+        client.event("ThunkExecutor::Execute", at, 300)
+        client.event("dot.1", at + 10, 100, hlo_op="dot.1", hlo_module="SyncTensorsGraph.93", program_id=5)
+        client.event("end: dot.1", at + 111, 1)
+        client.event("call", at + 120, 150, hlo_op="call", hlo_module="SyncTensorsGraph.93", program_id=5)
+        client.event("add_relu_fusion.clone", at + 125, 120, hlo_op="add_relu_fusion.clone",
+                     hlo_module="SyncTensorsGraph.93", program_id=5)
+    metadata = builder.plane("/host:metadata")
+    metadata.metadata_event(5, "SyncTensorsGraph.93(5)", **{"Hlo Proto": mlp_module(5, 8)})
+    return builder.to_bytes()
+
+
+def test_cpu_thunks_give_programs_self_times_and_sources(tmp_path):
+    analysis = analyze(Session.load(write_session(str(tmp_path), "cpu", {"h_1": _cpu_capture()})))
+    assert analysis.workers[0].programs.program.tolist() == [5, 5]
+    (graph,) = analysis.device_profile.graphs
+    assert (graph.program_id, graph.module, graph.executions, graph.total_us) == (5, "SyncTensorsGraph.93", 2, 600.0)
+    assert graph.span == "train_step" and not graph.compiled_in_window
+    ops = {op.name: op for op in graph.ops}
+    assert set(ops) == {"dot.1", "call", "add_relu_fusion.clone"}  # "end:" markers are no ops
+    assert (ops["call"].total_us, ops["call"].self_us) == (300.0, 60.0)  # 2 x (150 - 120 nested)
+    assert ops["add_relu_fusion.clone"].category == "loop fusion" and ops["add_relu_fusion.clone"].source == "train.py:15"
+    assert ops["dot.1"].total_us == ops["dot.1"].self_us == 200.0
+
+
+def test_children_time_matches_a_stack_walk():
+    rng = np.random.default_rng(3)
+    line, start, dur = [], [], []
+    for lane in range(3):  # properly nested trees on 3 lines
+        stack_end, t = [], 0.0
+        for _ in range(300):
+            while stack_end and rng.random() < 0.4:
+                t = max(t, stack_end.pop())
+            limit = stack_end[-1] if stack_end else t + 100.0
+            if limit - t < 2:
+                continue
+            d = float(rng.uniform(0.5, limit - t))
+            line.append(lane), start.append(t + 0.1), dur.append(d - 0.1)
+            stack_end.append(t + d)
+            t += 0.2
+    line, start, dur = np.array(line), np.array(start), np.array(dur)
+    expected = np.zeros(start.size)
+    order = np.lexsort((-(start + dur), start, line))
+    stack: list[int] = []
+    for i in order.tolist():
+        while stack and (line[stack[-1]] != line[i] or start[stack[-1]] + dur[stack[-1]] < start[i] + dur[i]):
+            stack.pop()
+        if stack:
+            expected[stack[-1]] += dur[i]
+        stack.append(i)
+    assert np.allclose(_children_time(line, start, dur), expected)
+    assert expected.sum() > 0
