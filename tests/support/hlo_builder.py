@@ -30,8 +30,13 @@ class ModuleBuilder:
         self._next_id = 2
         self._ids: dict[str, int] = {}
         self._frames = self.module.stack_frame_index
+        self._frame_ids: dict[tuple, int] = {}
 
     def _frame(self, file: str, line: int, function: str, parent: int) -> int:
+        """The id of a stack frame, one per distinct (location, parent) as XLA's index keeps them."""
+        key = (file, line, function, parent)
+        if key in self._frame_ids:
+            return self._frame_ids[key]
         index = self._frames
         names = list(index.file_names)
         if file not in names:
@@ -44,6 +49,7 @@ class ModuleBuilder:
         index.file_locations.add(file_name_id=names.index(file) + 1, function_name_id=functions.index(function) + 1,
                                  line=line)
         index.stack_frames.add(file_location_id=len(index.file_locations), parent_frame_id=parent)
+        self._frame_ids[key] = len(index.stack_frames)
         return len(index.stack_frames)
 
     def _add(self, computation, name: str, opcode: str, dtype: str, dims: tuple, operands: list[str],

@@ -164,17 +164,19 @@ def _merge_devices(found: dict[int, list[OpStat]]) -> dict[int, list[OpStat]]:
 def _tpu_ops(plane: Plane, executions, device: int) -> tuple[Plane, np.ndarray, np.ndarray]:
     """The ``XLA Ops`` rows of a device plane and each op's program: from its metadata's
     ``program_id``, else the module execution holding it."""
-    lines = plane.line_ids_where(lambda name: name == vocabulary.XLA_OPS_LINE)
-    rows = np.flatnonzero(np.isin(plane.events.line, lines))
     by_name = np.full(len(plane.names), UNKNOWN, np.int64)
     for index, stats in plane.metadata_stats.items():
         value = stats.get(vocabulary.PROGRAM_ID_STAT)
         if isinstance(value, int):
             by_name[index] = value
+    mine = executions.device == device
+    if (by_name == UNKNOWN).all() and (executions.program[mine] == UNKNOWN).all():
+        return plane, np.zeros(0, np.int64), np.zeros(0, np.int64)  # no op can be placed in a program
+    lines = plane.line_ids_where(lambda name: name == vocabulary.XLA_OPS_LINE)
+    rows = np.flatnonzero(np.isin(plane.events.line, lines))
     programs = by_name[plane.events.name[rows]] if rows.size else np.zeros(0, np.int64)
     missing = programs == UNKNOWN
     if missing.any():
-        mine = executions.device == device
         starts, ends = executions.start_us[mine], executions.start_us[mine] + executions.dur_us[mine]
         at = np.searchsorted(starts, plane.events.start_us[rows[missing]], side="right") - 1
         held = (at >= 0) & (plane.events.start_us[rows[missing]] < ends[np.maximum(at, 0)])

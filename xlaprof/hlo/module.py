@@ -128,21 +128,25 @@ class HloModule:
     @cached_property
     def signature(self) -> GraphSignature:
         opcodes: Counter[str] = Counter()
-        sources: Counter[str] = Counter()
+        origins: Counter[tuple] = Counter()  # (frame id, file, line) -> instructions; sources resolved once each
         constants = []
         count = 0
         for computation in self.proto.computations:
             count += len(computation.instructions)
             for instruction in computation.instructions:
                 opcodes[instruction.opcode] += 1
-                if instruction.metadata.stack_frame_id or instruction.metadata.source_file:
-                    sources[self._frames.source(instruction.metadata)] += 1
+                metadata = instruction.metadata
+                if metadata.stack_frame_id or metadata.source_file:
+                    origins[metadata.stack_frame_id, metadata.source_file, metadata.source_line] += 1
                 if instruction.opcode == "constant" and not len(instruction.shape.dimensions) \
                         and instruction.shape.element_type != schema.TUPLE:
                     value = scalar_value(instruction.literal)
                     if value is not None:
                         constants.append(Constant(schema.ELEMENT_TYPES.get(instruction.shape.element_type, "?"),
-                                                  value, self._frames.source(instruction.metadata)))
+                                                  value, self._frames.source(metadata)))
+        sources: Counter[str] = Counter()
+        for (frame, file, line), n in origins.items():
+            sources[self._frames.source_of(frame, file, line)] += n
         parameters = sorted((i for i in self.entry.instructions if i.opcode == "parameter"),
                             key=lambda i: i.parameter_number) if self.entry is not None else []
         program = self.proto.host_program_shape

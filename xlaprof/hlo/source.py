@@ -55,12 +55,16 @@ class Frames:
         return tuple(f"{file}:{line} {function}" for file, line, function in reversed(self.frames(metadata.stack_frame_id)))
 
     def source(self, metadata) -> str | None:
-        if metadata.stack_frame_id:
-            for file, line, _ in self.frames(metadata.stack_frame_id):
+        return self.source_of(metadata.stack_frame_id, metadata.source_file, metadata.source_line)
+
+    def source_of(self, frame_id: int, source_file: str, source_line: int) -> str | None:
+        """``source`` of metadata given by its fields."""
+        if frame_id:
+            for file, line, _ in self.frames(frame_id):
                 if file and not is_framework_file(file):
                     return f"{file}:{line}"
-        if metadata.source_file:
-            return f"{metadata.source_file}:{metadata.source_line}"
+        if source_file:
+            return f"{source_file}:{source_line}"
         return None
 
 
