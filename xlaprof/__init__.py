@@ -6,7 +6,8 @@ In the training process (needs torch_xla, the ``worker`` extra):
 - ``start_server(port=9012)``: the profiler server that ``xlaprof capture`` pulls from.
 - ``trace(name, **meta)``: a named span, as ``@xlaprof.trace("fwd")`` or ``with xlaprof.trace("fwd"):``.
 - ``step(n, name="train_step")``: a step span, ``with xlaprof.step(n):``.
-- ``profile(logdir)``: capture this process in-process, ``with xlaprof.profile("logs") as run:``.
+- ``profile(logdir)``: capture this process in-process, ``with xlaprof.profile("logs") as run:``;
+  ``profile(logdir, steps=range(0, 20))`` records those ``step`` numbers only (the first compiles).
 
 Anywhere (no torch needed):
 - ``Session.load(path)``: a captured session, read from disk.

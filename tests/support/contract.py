@@ -8,7 +8,8 @@ from __future__ import annotations
 
 # Dicts whose keys are data (span names, worker labels, counter names).
 MAP_KEYS = frozenset({"by_span", "by_graph_hash", "recompiled_spans", "trigger_by_span", "steps", "metrics",
-                      "per_worker", "wall_us", "start_unix_ns", "delta", "last", "fallbacks", "facts"})
+                      "per_worker", "wall_us", "start_unix_ns", "delta", "last", "fallbacks", "facts", "sizes",
+                      "buckets"})
 
 _CAUSES = ("compile", "host_tracing", "transfer_from_device", "transfer_to_device", "unattributed")
 _STEP = ("busy_us", "name", "start_us", "step", "wall_us")
@@ -40,7 +41,17 @@ CONTRACT_KEYS = frozenset(
     + ["step_alignment"] + [f"step_alignment[].{k}" for k in ("start_unix_ns", "start_unix_ns.*", "step", "wall_us",
                                                               "wall_us.*")]
     + ["stragglers"] + [f"stragglers[].{k}" for k in ("main_cause", "main_cause_us_per_step", "median_step_us",
-                                                      "slower_by_us", "worker")])
+                                                      "slower_by_us", "worker")]
+    # Added by issue 11 (compiled HLO: why it recompiled, device time by graph, op and line).
+    + ["workers[].compiles_before_window", "compiles.before_window", "compiles.explained",
+       "compile_events[].program_id", "compile_events[].changed"]
+    + [f"compiles.explained[].{k}" for k in ("span", "source", "workers", "compiles", "graphs", "compile_us", "kind",
+                                             "summary", "advice", "inputs", "sizes", "buckets", "constants",
+                                             "instruction_counts", "program_ids")]
+    + ["graphs"] + [f"graphs[].{k}" for k in ("worker", "program_id", "module", "executions", "total_us", "median_us",
+                                              "span", "source", "compiled_in_window", "graph_hash", "ops", "ops_total")]
+    + [f"graphs[].ops[].{k}" for k in ("name", "category", "occurrences", "total_us", "self_us", "source")]
+    + ["device_time_by_line"] + [f"device_time_by_line[].{k}" for k in ("source", "self_us", "ops")])
 
 
 def key_paths(value, prefix: str = "") -> set[str]:
