@@ -5,6 +5,7 @@ profile agrees with xprof (tests/integration/test_op_profile_oracle.py checks th
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 import pytest
@@ -43,7 +44,11 @@ SCRIPT = textwrap.dedent('''
         for step in range(6):
             with xlaprof.step(step):
                 train(torch.randn(8, 64).to(dev), threshold=float(step % 2))
-    print(json.dumps({"cycle": cycle.path, "constant": constant.path}))
+    with xlaprof.profile(sys.argv[1], name="never", steps=range(100, 110)) as never:
+        for step in range(2):
+            with xlaprof.step(step):
+                pass
+    print(json.dumps({"cycle": cycle.path, "constant": constant.path, "never": never.path}))
 ''')
 
 
@@ -60,7 +65,11 @@ def sessions(tmp_path_factory) -> dict[str, str]:
                         f"runpy.run_path({str(script)!r}, run_name='__main__')",
                         env={"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    paths = json.loads(result.stdout.strip().splitlines()[-1])
+    assert paths.pop("never") is None  # no step of its range ran: nothing written, and said once
+    assert result.stderr.count("no step of range(100, 110) ran inside the block; nothing was captured") == 1
+    assert sorted(os.listdir(folder / "logs" / "plugins" / "profile")) == ["cycle", "threshold"]
+    return paths
 
 
 def test_a_shape_cycle_is_caught_from_the_first_step_and_explained(sessions):

@@ -6,7 +6,10 @@ import inspect
 import subprocess
 import sys
 
+import pytest
+
 import xlaprof
+from xlaprof.errors import XlaprofError
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
 from xlaprof.session import Session
@@ -40,3 +43,9 @@ def test_a_session_opened_but_not_read_is_analysed(tmp_path):
     result = analyze(opened)
     assert opened.is_read and result.idle_us > 0
     assert result.idle_us == analyze(Session.load(run)).idle_us
+
+
+@pytest.mark.parametrize("steps", [range(0), range(0, 10, 2), [0, 1, 2], 5])
+def test_profile_steps_must_be_a_range_of_consecutive_steps(steps):
+    with pytest.raises(XlaprofError, match="give the steps to record as a non-empty range"):
+        xlaprof.profile("logs", steps=steps)
