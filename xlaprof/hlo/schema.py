@@ -9,15 +9,14 @@ numbers are the compatibility contract; names follow XLA's). Every other field o
 and ignored. ``PrimitiveType`` enums are declared as ``int32`` (the same varint on the wire);
 ``ELEMENT_TYPES`` names them as HLO text does (``f32``, ``bf16``, ``pred``, ...).
 
-Like ``xlaprof.xspace.schema``, the classes are built from descriptors at import time: no
-generated ``*_pb2.py``, no ``protoc``, no xla or tensorflow.
+Like ``xlaprof.xspace.schema``, the classes are built from descriptors at import time
+(``xlaprof.xspace.protos``): no generated ``*_pb2.py``, no ``protoc``, no xla or tensorflow.
 """
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from xlaprof.xspace.protos import FIELD as _T
+from xlaprof.xspace.protos import Message, message_classes
 
-_PACKAGE = "xlaprof.hlo"
-_T = descriptor_pb2.FieldDescriptorProto
 _OPT, _REP = _T.LABEL_OPTIONAL, _T.LABEL_REPEATED
 _I64, _I32, _STR, _BYTES, _BOOL = _T.TYPE_INT64, _T.TYPE_INT32, _T.TYPE_STRING, _T.TYPE_BYTES, _T.TYPE_BOOL
 _MSG = _T.TYPE_MESSAGE
@@ -122,37 +121,8 @@ TUPLE = 13
 ELEMENT_TYPE_IDS = {name: number for number, name in ELEMENT_TYPES.items()}
 
 
-def _add_fields(message: descriptor_pb2.DescriptorProto, fields: list[tuple]) -> None:
-    for name, number, ftype, label, type_name in fields:
-        field = message.field.add(name=name, number=number, type=ftype, label=label)
-        if type_name:
-            field.type_name = f".{_PACKAGE}.{type_name}"
-
-
-def _build_file() -> descriptor_pb2.FileDescriptorProto:
-    file = descriptor_pb2.FileDescriptorProto(name="xlaprof/hlo.proto", package=_PACKAGE, syntax="proto3")
-    for name, fields in _MESSAGES.items():
-        message = file.message_type.add(name=name)
-        _add_fields(message, fields)
-        for nested_name, nested_fields in _NESTED.get(name, {}).items():
-            _add_fields(message.nested_type.add(name=nested_name), nested_fields)
-    return file
-
-
-_pool = descriptor_pool.DescriptorPool()
-_pool.Add(_build_file())
-
-
-def _message(name: str) -> type:
-    return message_factory.GetMessageClass(_pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
-
-
-HloProto = _message("HloProto")
-HloModuleProto = _message("HloModuleProto")
-HloComputationProto = _message("HloComputationProto")
-HloInstructionProto = _message("HloInstructionProto")
-ShapeProto = _message("ShapeProto")
-ProgramShapeProto = _message("ProgramShapeProto")
-OpMetadata = _message("OpMetadata")
-LiteralProto = _message("LiteralProto")
-StackFrameIndexProto = _message("StackFrameIndexProto")
+_NESTED_MESSAGES = {outer: {name: Message(fields) for name, fields in inner.items()} for outer, inner in _NESTED.items()}
+# In the order of _MESSAGES.
+(HloProto, HloModuleProto, HloComputationProto, HloInstructionProto, ShapeProto, ProgramShapeProto, OpMetadata,
+ LiteralProto, StackFrameIndexProto) = message_classes("xlaprof/hlo.proto", "xlaprof.hlo", {
+    name: Message(fields, nested=_NESTED_MESSAGES.get(name, {})) for name, fields in _MESSAGES.items()}).values()

@@ -5,17 +5,17 @@ Contract: ``XSpace``, ``XPlane``, ``XLine``, ``XEvent``, ``XStat``, ``XEventMeta
 ``xplane.proto`` (the file format of ``*.xplane.pb``). Field numbers are the compatibility
 contract; names are ours. Unknown fields in newer captures are kept by protobuf and ignored.
 
-The schema is built from descriptors at import time, so no generated ``*_pb2.py`` and no
-``protoc`` are needed.
+The schema is built from descriptors at import time (``protos``), so no generated ``*_pb2.py``
+and no ``protoc`` are needed.
 """
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from xlaprof.xspace.protos import FIELD as _T
+from xlaprof.xspace.protos import Message, message_classes
 
 _PACKAGE = "xlaprof.xspace"
 
 # (field name, number, type, label, message type name or None, oneof index or None)
-_T = descriptor_pb2.FieldDescriptorProto
 _OPT, _REP = _T.LABEL_OPTIONAL, _T.LABEL_REPEATED
 _MESSAGES: dict[str, tuple[list[str], list[tuple]]] = {
     "XSpace": ([], [
@@ -75,44 +75,14 @@ _MESSAGES: dict[str, tuple[list[str], list[tuple]]] = {
 _MAP_ENTRIES = {"EventMetadataEntry": "XEventMetadata", "StatMetadataEntry": "XStatMetadata"}
 
 
-def _add_fields(message: descriptor_pb2.DescriptorProto, fields: list[tuple]) -> None:
-    for name, number, ftype, label, type_name, oneof in fields:
-        field = message.field.add(name=name, number=number, type=ftype, label=label)
-        if type_name:
-            field.type_name = f".{_PACKAGE}.{type_name}"
-        if oneof is not None:
-            field.oneof_index = oneof
+def _messages() -> dict[str, Message]:
+    messages = {name: Message(fields, tuple(oneofs)) for name, (oneofs, fields) in _MESSAGES.items()}
+    entries = {entry: Message([("key", 1, _T.TYPE_INT64, _OPT, None), ("value", 2, _T.TYPE_MESSAGE, _OPT, value)],
+                              map_entry=True) for entry, value in _MAP_ENTRIES.items()}
+    messages["XPlane"] = Message(messages["XPlane"].fields, nested=entries)
+    return messages
 
 
-def _build_file() -> descriptor_pb2.FileDescriptorProto:
-    file = descriptor_pb2.FileDescriptorProto(
-        name="xlaprof/xspace.proto", package=_PACKAGE, syntax="proto3")
-    for name, (oneofs, fields) in _MESSAGES.items():
-        message = file.message_type.add(name=name)
-        for oneof in oneofs:
-            message.oneof_decl.add(name=oneof)
-        _add_fields(message, fields)
-        if name == "XPlane":
-            for entry_name, value_type in _MAP_ENTRIES.items():
-                entry = message.nested_type.add(name=entry_name)
-                entry.options.map_entry = True
-                _add_fields(entry, [("key", 1, _T.TYPE_INT64, _OPT, None, None),
-                                    ("value", 2, _T.TYPE_MESSAGE, _OPT, value_type, None)])
-    return file
-
-
-_pool = descriptor_pool.DescriptorPool()
-_pool.Add(_build_file())
-
-
-def _message(name: str) -> type:
-    return message_factory.GetMessageClass(_pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
-
-
-XSpace = _message("XSpace")
-XPlane = _message("XPlane")
-XLine = _message("XLine")
-XEvent = _message("XEvent")
-XStat = _message("XStat")
-XEventMetadata = _message("XEventMetadata")
-XStatMetadata = _message("XStatMetadata")
+# In the order of _MESSAGES.
+XSpace, XPlane, XLine, XEvent, XStat, XEventMetadata, XStatMetadata = message_classes(
+    "xlaprof/xspace.proto", _PACKAGE, _messages()).values()
