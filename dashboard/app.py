@@ -16,7 +16,7 @@ from dash import Dash, Input, Output, dcc, html
 from dash.exceptions import DependencyException
 
 from dashboard import components as ui
-from dashboard import pages_session, pages_sessions
+from dashboard import page_graphs, pages_session, pages_sessions
 from dashboard.state import AppState
 from dashboard.views.logdir_guard import printable
 
@@ -43,6 +43,7 @@ def create_app(logdir: str, state: AppState | None = None) -> Dash:
     app.server.register_error_handler(DependencyException, lambda _exc: ("Not found", 404))
     pages_sessions.register(app, state)
     pages_session.register(app, state)
+    page_graphs.register(app, state)
     return app
 
 

@@ -3,7 +3,8 @@
 Contract: pure functions from xlaprof results to Dash components; no callbacks, no analysis.
 Element ids and class names used here are what the browser tests look for: ``findings``
 (``finding``, ``finding-span``, ``finding-source``), ``session-error``, ``not-found``,
-``sessions-table`` (``session-link``).
+``sessions-table`` (``session-link``), ``recompiles`` (``recompile``, ``recompile-summary``),
+``compile-changed``.
 """
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from urllib.parse import quote
 from dash import dcc, html
 
 from dashboard.figures import COLORS
+from dashboard.views.graphs import CompileDetail
 from dashboard.views.overview import Overview
+from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.findings import Finding
 from xlaprof.units import format_duration
 
@@ -72,10 +75,39 @@ def device_card(ov: Overview) -> html.Div:
 
 def compiles_card(ov: Overview) -> html.Div:
     recompiled = [html.Li([html.Code(span), f": {n} different graphs"]) for span, n in ov.recompiled_spans.items()]
-    return card("Compiles", stat("compiles", str(ov.compiles)), stat("compile time", format_duration(ov.compile_us)),
+    before = [stat("compiled before the window", str(ov.compiles_before))] if ov.compiles_before is not None else []
+    return card("Compiles", stat("compiles", str(ov.compiles)), *before,
+                stat("compile time", format_duration(ov.compile_us)),
                 html.P("Recompiled spans:" if recompiled else "No span compiled more than one graph.",
                        className="muted"),
                 html.Ul(recompiled) if recompiled else None, class_name="card-compiles")
+
+
+def recompiles_list(explanations: list[RecompileExplanation]) -> html.Div | None:
+    """Why each place recompiled (``SessionAnalysis.recompiles``), with the fix."""
+    if not explanations:
+        return None
+    items = [html.Li([html.Div([html.Code(e.span, className="finding-span"),
+                                html.Span(e.source or "", className="finding-source"),
+                                html.Span(e.kind.value.replace("_", " "), className="badge kind")],
+                               className="finding-head"),
+                      html.P(e.summary, className="recompile-summary"),
+                      html.P(e.advice, className="finding-advice")], className="recompile")
+             for e in explanations]
+    return html.Div([html.H3("Why it recompiled"), html.Ul(items, className="recompiles-list")], id="recompiles")
+
+
+def compile_detail(detail: CompileDetail | None) -> list:
+    """The body of the compile-detail box for a clicked compile row."""
+    if detail is None:
+        return [html.P("Click a compile to see what changed vs the previous graph compiled at its place.",
+                       className="muted")]
+    body = [html.B(detail.title), html.P(["Changed vs the previous graph of this place: ", html.Code(detail.changed)],
+                                         className="compile-changed")]
+    if detail.explanation is not None:
+        body += [html.P(detail.explanation.summary, className="recompile-summary"),
+                 html.P(detail.explanation.advice, className="finding-advice")]
+    return body
 
 
 def reads_card(ov: Overview) -> html.Div:

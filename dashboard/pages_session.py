@@ -6,7 +6,9 @@ that fails to load, else the full page. ``search`` may carry ``?from_ms=..&to_ms
 values are ignored). ``register(app, state)`` adds the callbacks: zoom, pan, reset and a click
 on a gap row redraw the timeline from ``timeline_view.view`` for the new range (detail is fetched
 from the server as the range narrows); the gaps grid is paged, sorted and filtered on the server
-by ``gap_table.gap_page``. Callbacks only ask xlaprof and draw.
+by ``gap_table.gap_page``; a click on a compile row shows what changed vs the previous graph of
+its place (``views.graphs.compile_detail``). The compiled graphs section is ``page_graphs``.
+Callbacks only ask xlaprof and draw.
 """
 from __future__ import annotations
 
@@ -14,11 +16,13 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
+from dashboard import page_graphs
 from dashboard.figures import COLORS, idle_donut, step_chart, timeline_figure, worker_chart
 from dashboard.grid import Column, ColumnKind, rows_response, server_grid, table_grid
 from dashboard.state import AppState
 from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.gap_table import gap_page, gap_range
+from dashboard.views.graphs import compile_detail
 from dashboard.views.overview import compile_rows, step_series, worker_rows
 from dashboard.views.timeline import SessionTimeline, TimelineView, ViewConfig, parse_range_query, parse_relayout, view
 from xlaprof.errors import RunNotFoundError, XlaprofError
@@ -32,7 +36,8 @@ GAP_COLUMNS = [Column("worker", "Worker"), Column("device", "Device"), Column("s
 COMPILE_COLUMNS = [Column("worker", "Worker", wrap=True), Column("start_ms", "Start (ms)", NUMBER),
                    Column("dur_ms", "Duration (ms)", NUMBER), Column("span", "Span", grow=2, wrap=True),
                    Column("source", "Source", SOURCE, grow=2), Column("graph_hash", "Graph hash", grow=2, wrap=True),
-                   Column("cause", "Cause", grow=3, wrap=True), Column("trigger", "Triggered at", SOURCE, grow=2)]
+                   Column("cause", "Cause", grow=3, wrap=True), Column("trigger", "Triggered at", SOURCE, grow=2),
+                   Column("changed", "Changed vs previous graph", grow=3, wrap=True)]
 GRAPH_CONFIG = {"displaylogo": False, "scrollZoom": True}
 GONE = "This session is no longer available: reload the page."
 
@@ -82,10 +87,13 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
         ], className="section", id="gaps-section"),
         html.Div([
             html.H2("Compiles"),
+            ui.recompiles_list(analysis.recompiles),
             table_grid("compiles-table", COMPILE_COLUMNS, compile_rows(analysis), page_size=PAGE_SIZE,
                        empty="No compilation during this capture: the graphs the workers ran were compiled before it "
                              "started (or came from the persistent compilation cache)."),
+            html.Div(ui.compile_detail(None), id="compile-detail", className="detail"),
         ], className="section", id="compiles-section"),
+        page_graphs.section(analysis),
         html.Div([html.H2("Step time"),
                   dcc.Graph(id="steps-chart", figure=figures["steps"]) if figures["steps"]
                   else html.P("No step spans in this capture: wrap the loop body in xlaprof.step(n).",
@@ -158,3 +166,13 @@ def register(app: Dash, state: AppState) -> None:
             return no_update, GONE
         info = f"{result.matching:,} gaps" + (f" ({result.problem})" if result.problem else "")
         return rows_response(result.rows, result.matching), info
+
+    @app.callback(Output("compile-detail", "children"), Input("compiles-table", "cellClicked"),
+                  State("session-run", "data"), prevent_initial_call=True)
+    def show_compile(clicked, run):
+        row = clicked.get("rowId") if isinstance(clicked, dict) else None
+        try:
+            analysis = state.entry(run).analysis
+        except XlaprofError:
+            return [html.P(GONE)]
+        return ui.compile_detail(compile_detail(analysis, compile_rows(analysis), row))

@@ -1,10 +1,11 @@
 """The numbers a session page and the sessions list show, read off an analysis; no plotting.
 
 Contract (times in microseconds of device time summed over devices, like the JSON report):
-- ``overview(analysis)``: busy/idle totals, idle by cause, compiles (count, time, recompiled
-  spans), blocking reads (count, transfer and blocked time, top spans), ``aten::`` CPU fallbacks.
+- ``overview(analysis)``: busy/idle totals, idle by cause, compiles (count, time, compiles
+  before the window, recompiled spans), blocking reads (count, transfer and blocked time, top spans), ``aten::`` CPU fallbacks.
   It never builds a row per gap (the JSON report does), so it is cheap on any capture.
-- ``compile_rows(analysis)``: one row per compile, start on the session axis of ``timeline_view``.
+- ``compile_rows(analysis)``: one row per compile, start on the session axis of ``timeline_view``,
+  with its program and what ``changed`` vs the previous graph of its place (``analysis.recompiles``).
 - ``step_series(analysis)``: per step number, busy and idle-by-cause time summed over workers;
   beyond ``max_bars`` steps, the mean step of each run of ``group`` consecutive steps.
 - ``worker_rows(analysis)``: one row per worker, to compare workers of one session.
@@ -33,6 +34,7 @@ class Overview:
     idle_by_cause_us: dict[str, float]
     compiles: int
     compile_us: float
+    compiles_before: int | None  # graphs the workers compiled before the window (None: no metrics say)
     recompiled_spans: dict[str, int]  # span -> distinct graphs compiled in it
     reads: int
     read_transfer_us: float
@@ -58,6 +60,7 @@ def overview(analysis: SessionAnalysis) -> Overview:
         idle_by_cause_us=analysis.idle_by_cause,
         compiles=compiles.count,
         compile_us=compiles.total_us,
+        compiles_before=analysis.compiles_before_window,
         recompiled_spans=dict(compiles.recompiled_spans),
         reads=reads.count,
         read_transfer_us=reads.total_us,
@@ -78,7 +81,8 @@ def compile_rows(analysis: SessionAnalysis) -> list[dict]:
             rows.append({"worker": w.worker.label, "start_ms": round((r.start_us + offset) / AXIS_UNIT_US, 3),
                          "dur_ms": round(r.dur_us / AXIS_UNIT_US, 3), "span": r.span or "",
                          "source": r.source or "", "graph_hash": r.graph_hash or "",
-                         "cause": r.cause or "", "trigger": r.trigger or ""})
+                         "cause": r.cause or "", "trigger": r.trigger or "",
+                         "program": r.program_id if r.program_id is not None else "", "changed": r.changed or ""})
     return sorted(rows, key=lambda row: row["start_ms"])
 
 
