@@ -15,9 +15,9 @@ from tests.support.dashboard_harness import (
     DEMO_SCRIPT,
     DashboardServer,
     browser_available,
-    chromium,
     screenshot,
     severe_console_errors,
+    wait_for,
     write_demo_logdir,
 )
 
@@ -25,7 +25,6 @@ pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not browser_available(), reason="needs /usr/bin/chromium and /usr/bin/chromedriver")]
 
 SECRET = "TOP-SECRET-51b0c3"
-WAIT_S = 60
 
 
 @pytest.fixture(scope="module")
@@ -39,18 +38,7 @@ def site(tmp_path_factory):
         yield server
 
 
-@pytest.fixture
-def browser(tmp_path):
-    driver = chromium(tmp_path / "profile")
-    yield driver
-    driver.quit()
-
-
-def wait(driver, script: str, timeout: float = WAIT_S):
-    """Wait until the JavaScript expression ``script`` is truthy; return its value."""
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: d.execute_script(f"return {script}"))
+wait = wait_for
 
 
 def text_of(driver, css: str) -> str:

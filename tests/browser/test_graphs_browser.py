@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.dashboard_harness import DashboardServer, browser_available, chromium, screenshot, severe_console_errors
+from tests.support.dashboard_harness import DashboardServer, browser_available, screenshot, severe_console_errors, wait_for
 from tests.support.hlo_builder import MLP_OPS, mlp_module
 from tests.support.synthetic import StepProgram, TrainingShape, training_capture, write_session
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not browser_available(), reason="needs /usr/bin/chromium and /usr/bin/chromedriver")]
-WAIT_S = 60
 BATCHES = (8, 12, 16, 20, 24)
 
 
@@ -28,17 +27,7 @@ def site(tmp_path_factory):
         yield server
 
 
-@pytest.fixture
-def browser(tmp_path):
-    driver = chromium(tmp_path / "profile")
-    yield driver
-    driver.quit()
-
-
-def wait(driver, script: str):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.2).until(lambda d: d.execute_script(f"return {script}"))
+wait = wait_for
 
 
 def cell(driver, grid: str, column: str, text: str):

@@ -29,6 +29,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-dev-shm-usage", "--window-size=1400,1000")
 DEMO_SCRIPT = "/home/user/projects/resnet50/training/scripts/train.py"  # the demo logdir's training script
 START_TIMEOUT_S = 90.0  # a busy 2-core machine imports dash and plotly slowly
+WAIT_S = 60  # a browser test waits this long for something to appear
 
 
 def browser_available() -> bool:
@@ -88,6 +89,13 @@ def chromium(profile_dir: str | Path):
     options.add_argument(f"--user-data-dir={profile_dir}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def wait_for(driver, script: str, timeout: float = WAIT_S):
+    """Wait until the JavaScript expression ``script`` is truthy; return its value."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: d.execute_script(f"return {script}"))
 
 
 def severe_console_errors(driver) -> list[str]:
