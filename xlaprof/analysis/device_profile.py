@@ -122,13 +122,15 @@ def _op_stats(w, lo: float, hi: float) -> dict[int, list[OpStat]]:
             continue
         dur = ev.dur_us[rows]
         self_us = dur - _children_time(ev.line[rows], ev.start_us[rows], dur)
-        pairs, inverse = np.unique(np.stack([programs, ev.name[rows].astype(np.int64)]), axis=1, return_inverse=True)
-        inverse = inverse.ravel()
+        # One integer key per (program, name): programs numbered densely, times the name count.
+        ids, program_index = np.unique(programs, return_inverse=True)
+        keys, inverse = np.unique(program_index * len(plane.names) + ev.name[rows], return_inverse=True)
         counts = np.bincount(inverse)
         totals = np.bincount(inverse, weights=dur)
         selfs = np.bincount(inverse, weights=self_us)
-        for k, (program, name_index) in enumerate(pairs.T.tolist()):
-            found[program].append(_op(w.hlo, plane, program, name_index, int(counts[k]), float(totals[k]),
+        for k, (index, name_index) in enumerate(zip(*divmod(keys, len(plane.names)))):
+            program = int(ids[index])
+            found[program].append(_op(w.hlo, plane, program, int(name_index), int(counts[k]), float(totals[k]),
                                       float(selfs[k])))
     return _merge_devices(found)
 
