@@ -57,9 +57,9 @@ def program_executions(devices: list[DeviceTimeline], host: HostActivity) -> Pro
         if device.kind is DeviceKind.CPU:
             program = _cpu_programs(plane, rows)
         else:
-            ids = {i: program_of(n) for i, n in enumerate(plane.names)}
-            program = np.array([UNKNOWN if ids[n] is None else ids[n] for n in plane.events.name[rows].tolist()],
+            by_name = np.array([UNKNOWN if (p := program_of(n)) is None else p for n in plane.names] or [UNKNOWN],
                                np.int64)
+            program = by_name[plane.events.name[rows]]
         parts.append((np.full(rows.size, d, np.int32), start, dur, program))
     if not parts:
         z = np.zeros(0)
