@@ -4,8 +4,9 @@ Contract:
 - ``session_timeline(analysis)`` builds a ``SessionTimeline`` once per analysis (cache it): lanes
   in display order, per worker one per device (its executions, ``BUSY``, and its idle pieces
   coloured by cause) then host lanes with events (compiles, blocking reads (TransferFromDevice,
-  with the barrier wait before them), TransferToDevice, and user spans, one lane per nesting
-  depth). Times are microseconds on one axis for all workers: each worker's clock is shifted by
+  with the barrier wait before them), TransferToDevice, and user spans, one lane per thread and
+  nesting depth: ``training thread · spans depth 0`` for the analysis' main line, the capture's
+  thread name (e.g. ``pt_autograd_0 · spans depth 0``) for other threads). Times are microseconds on one axis for all workers: each worker's clock is shifted by
   its ``origin_ns`` relative to the earliest worker's (``worker_offsets``).
 - ``view(timeline, x0, x1, config)`` returns the ``TimelineView`` to draw for ``[x0, x1]`` (us).
   A lane with at most ``config.max_raw`` items in the range is drawn item by item, each with a
@@ -35,7 +36,8 @@ from xlaprof.units import format_duration
 BUSY = len(CAUSES)
 SPAN = BUSY + 1
 CATEGORIES: tuple[str, ...] = tuple(c.value for c in CAUSES) + ("busy", "span")
-MAX_SPAN_LANES = 3  # spans nested deeper share the last span lane
+MAX_SPAN_LANES = 3  # per thread: spans nested deeper share the thread's last span lane
+TRAINING_THREAD = "training thread"
 MIN_RANGE_US = 0.01  # the narrowest range a view is asked for: 10 ns
 
 
@@ -138,6 +140,7 @@ def _host_lane(label: str, events: EventSet, code: int, names: list[str], w: Wor
 
 
 def _span_lanes(tag: str, w: WorkerAnalysis, offset: float) -> list[Lane]:
+    """One lane per (thread, nesting depth) of user spans, the training thread first."""
     spans = w.host.spans
     if not len(spans):
         return []
@@ -147,12 +150,28 @@ def _span_lanes(tag: str, w: WorkerAnalysis, offset: float) -> list[Lane]:
         depth = np.where(spans.parent >= 0, depth[np.maximum(spans.parent, 0)] + 1, 0)
     depth = np.minimum(depth, MAX_SPAN_LANES - 1)
     index = np.arange(len(spans), dtype=np.int64)
+    lines = sorted(np.unique(spans.line).tolist(), key=lambda line: (line != w.host.main_line, line))
     lanes = []
-    for level in np.unique(depth):
-        pick = depth == level
-        lanes.append(_lane(f"{tag}spans {int(level)}", spans.start[pick] + offset, spans.end[pick] + offset,
-                           np.full(int(pick.sum()), SPAN, np.int8), index[pick], index[pick], spans.name, w))
+    for line in lines:
+        thread = thread_name(w, line)
+        for level in np.unique(depth[spans.line == line]):
+            pick = (spans.line == line) & (depth == level)
+            lanes.append(_lane(f"{tag}{thread} · spans depth {int(level)}", spans.start[pick] + offset,
+                               spans.end[pick] + offset, np.full(int(pick.sum()), SPAN, np.int8), index[pick],
+                               index[pick], spans.name, w))
     return lanes
+
+
+def thread_name(w: WorkerAnalysis, line: int) -> str:
+    """What a person calls a host line: the training thread (the analysis' main line, where user
+    spans cover the most time), else the thread's name in the capture."""
+    if line == w.host.main_line:
+        return TRAINING_THREAD
+    plane = w.host.plane
+    found = plane.lines[line] if plane is not None and 0 <= line < len(plane.lines) else None
+    if found is None:
+        return f"thread {line}"
+    return found.display_name or found.name or f"thread {found.id}"
 
 
 def view(timeline: SessionTimeline, x0: float | None = None, x1: float | None = None,

@@ -18,11 +18,12 @@ from dashboard.views.timeline import (
     session_timeline,
     view,
 )
-from tests.support.synthetic import training_capture, write_session
+from tests.support.synthetic import XSpaceBuilder, training_capture, write_session
 from xlaprof.analysis import analyze, intervals
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
+from xlaprof.xspace import vocabulary
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +42,34 @@ def timeline(analysis):
 def test_lanes_are_devices_then_host_activity(timeline):
     labels = [lane.label for lane in timeline.lanes]
     assert labels[:4] == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
-    assert {"host: compile", "host: TransferFromDevice", "host: TransferToDevice", "spans 0", "spans 1"} <= set(labels)
+    assert labels[4:] == ["host: compile", "host: TransferFromDevice", "host: TransferToDevice",
+                          "training thread · spans depth 0", "training thread · spans depth 1"]
     compile_lane = timeline.lanes[labels.index("host: compile")]
     assert compile_lane.start.size == 3  # steps 0, 20, 40
+
+
+def test_span_lanes_are_named_by_thread_and_depth(tmp_path):
+    builder = XSpaceBuilder()
+    host = builder.plane(vocabulary.HOST_PLANE)
+    # The other thread comes first in the capture: the training thread is the one its spans fill.
+    autograd = host.line("pt_autograd_0", line_id=7)
+    python = host.line("python", line_id=1)
+    modules = builder.plane("/device:TPU:0").line("XLA Modules", line_id=1)
+    for step in range(3):
+        t = 1000.0 * step
+        python.event("train_step", t, 900.0, step_num=step, source="train.py:30")
+        python.event("forward", t + 10, 300.0, source="train.py:42")
+        autograd.event("backward_hook", t + 400, 50.0, source="model.py:12")
+        modules.event("SyncTensorsGraph.1", t + 500, 300.0)
+    run = write_session(str(tmp_path), "threads", {"localhost_9012": builder.to_bytes()})
+    analysis = analyze(Session.load(run))
+    lanes = {lane.label: lane for lane in session_timeline(analysis).lanes}
+    assert [label for label in lanes if "spans" in label] == [
+        "training thread · spans depth 0", "training thread · spans depth 1", "pt_autograd_0 · spans depth 0"]
+    names = lambda label: {lanes[label].names[n] for n in lanes[label].name}  # noqa: E731
+    assert names("training thread · spans depth 0") == {"train_step"}
+    assert names("training thread · spans depth 1") == {"forward"}
+    assert names("pt_autograd_0 · spans depth 0") == {"backward_hook"}
 
 
 def test_a_busy_range_is_binned_and_bounded(timeline):
