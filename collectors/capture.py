@@ -12,7 +12,8 @@ that answered, and the manifest with every worker's status, error, event count a
 - Where the profile lands: the profiler *server* writes it, so for remote workers the scratch
   directory is inside the (shared, e.g. ``gs://``) logdir; for local workers a local temp dir.
 - It needs no torch: it speaks the profiler protocol through xprof's native client. Its C++
-  logging goes to ``capture.log`` in the staging directory, not the terminal.
+  logging goes to the session's ``capture.log``, not the terminal.
+- A capture that gets nothing creates nothing: not the session, nor ``plugins/profile`` of a new logdir.
 """
 from __future__ import annotations
 
@@ -158,13 +159,17 @@ def capture_session(workers: list[WorkerAddress], *, duration_s: float, logdir: 
     staged = StagedSession(logdir, name)
     results = [WorkerResult(w) for w in workers]
     remote = any(w.host not in LOCAL_HOSTS for w in workers)
-    scratch_root = storage.join(staged.staging, ".scratch") if remote else tempfile.mkdtemp(prefix="xlaprof-capture-")
+    # The profiler server writes the profile: a remote one into the (shared) logdir, in a hidden
+    # directory of its own that it creates only if it answers.
+    scratch_root = staged.scratch_dir() if remote else tempfile.mkdtemp(prefix="xlaprof-capture-")
     try:
-        _run_concurrently(trace, results, scratch_root, staged, duration_s, attempts)
+        log = _run_concurrently(trace, results, scratch_root, staged.run, duration_s, attempts)
         _keep_captures(staged, results)
-        storage.remove_tree(scratch_root)  # before commit: a remote scratch lives inside the staging dir
+        storage.remove_tree(scratch_root)
         if not any(r.status is WorkerStatus.OK for r in results):
-            raise CaptureError(_nothing_captured(results))
+            raise CaptureError(_nothing_captured(results))  # nothing was written: the logdir is untouched
+        if log is not None:
+            staged.add_file("capture.log", log)
         complete = all(r.status is WorkerStatus.OK for r in results)
         path = staged.commit({"kind": "capture", "duration_s": duration_s,
                               "status": (CaptureStatus.COMPLETE if complete else CaptureStatus.PARTIAL).value,
@@ -179,10 +184,11 @@ def capture_session(workers: list[WorkerAddress], *, duration_s: float, logdir: 
     return CaptureResult(path, results)
 
 
-def _run_concurrently(trace, results: list[WorkerResult], scratch_root: str, staged: StagedSession,
-                      duration_s: float, attempts: int) -> None:
+def _run_concurrently(trace, results: list[WorkerResult], scratch_root: str, run: str, duration_s: float,
+                      attempts: int) -> bytes | None:
+    """Capture every worker at once; returns the native client's log (None if it wrote none)."""
     threads = []
-    log_path = os.path.join(tempfile.gettempdir(), f"xlaprof-capture-{os.getpid()}-{staged.run}.log")
+    log_path = os.path.join(tempfile.gettempdir(), f"xlaprof-capture-{os.getpid()}-{run}.log")
     with native_output_to(log_path) as terminal:
         for i, result in enumerate(results):
             scratch = storage.join(scratch_root, f"worker{i}")
@@ -195,10 +201,12 @@ def _run_concurrently(trace, results: list[WorkerResult], scratch_root: str, sta
         if thread.is_alive():
             result.status = WorkerStatus.FAILED
             result.error = f"no answer within {duration_s + ANSWER_GRACE_S:.0f} s"
-    if os.path.exists(log_path):
-        with open(log_path, "rb") as handle:
-            staged.add_file("capture.log", handle.read())
-        os.remove(log_path)
+    if not os.path.exists(log_path):
+        return None
+    with open(log_path, "rb") as handle:
+        log = handle.read()
+    os.remove(log_path)
+    return log
 
 
 def _wait_with_progress(threads, results, duration_s: float, terminal) -> None:

@@ -105,6 +105,16 @@ def test_unreachable_worker_exits_2_with_one_line_and_touches_nothing(tmp_path):
     assert os.listdir(logdir / "plugins" / "profile") == ["earlier"]
 
 
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.2"])  # a local worker, and one the client treats as remote
+def test_a_capture_that_gets_nothing_creates_nothing(tmp_path, host):
+    logdir = tmp_path / "new-logdir"
+    port = free_port()
+    result = run_cli("capture", "--host", f"{host}:{port}", "--duration", "1", "--attempts", "1",
+                     "--logdir", str(logdir), timeout=120)
+    assert result.returncode == 2 and "nothing captured" in result.stderr, result.stderr
+    assert not logdir.exists() and os.listdir(tmp_path) == []  # not even plugins/profile
+
+
 def test_partial_capture_keeps_the_live_worker_and_marks_the_dead_one(live_worker, tmp_path):
     dead = free_port()
     result = run_cli("capture", "--host", f"localhost:{live_worker.port},localhost:{dead}", "--duration", "1",

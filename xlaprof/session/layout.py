@@ -27,6 +27,7 @@ from xlaprof.session.manifest import read_manifest
 XPLANE_SUFFIX = ".xplane.pb"
 DEBUG_FILE_SUFFIX = ".pt_xla_debug.txt"
 STAGING_SUFFIX = ".partial"
+SCRATCH_SUFFIX = ".scratch"
 _WORKER_FILE = re.compile(r"^(?P<host>.+?)(?:_(?P<port>\d+))?\.xplane\.pb$")
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 
@@ -74,6 +75,12 @@ def new_run_name(logdir: str, name: str | None = None) -> str:
 def staging_name(run: str) -> str:
     """The hidden name a run is written under until it is whole."""
     return f".{run}{STAGING_SUFFIX}"
+
+
+def scratch_name(run: str, token: str) -> str:
+    """The hidden name of a directory where remote profiler servers drop a capture of ``run`` for
+    the client to collect (``token`` keeps concurrent captures apart); never a run."""
+    return f".{run}.{token}{SCRATCH_SUFFIX}"
 
 
 @dataclass(frozen=True)

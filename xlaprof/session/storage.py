@@ -87,6 +87,23 @@ def makedirs(path: str) -> None:
         os.makedirs(path, exist_ok=True)
 
 
+def make_new_dir(path: str) -> bool:
+    """Create the directory ``path`` (and its parents); False, creating nothing, if it exists
+    (locally an atomic claim; through fsspec a check, then the creation)."""
+    if is_url(path):
+        fs = _fs(path)
+        if fs.exists(path):
+            return False
+        fs.makedirs(path, exist_ok=True)
+        return True
+    os.makedirs(os.path.dirname(path.rstrip(os.sep)) or ".", exist_ok=True)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        return False
+    return True
+
+
 def write_bytes_atomic(path: str, data: bytes) -> None:
     """Write under a temporary name beside ``path``, then rename into place."""
     tmp = join(posixpath.dirname(path) if is_url(path) else os.path.dirname(path),

@@ -1,0 +1,58 @@
+"""collectors.session_writer: a session is whole or absent, written only once there is something to keep."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from collectors.session_writer import StagedSession
+from tests.support.synthetic import training_capture
+from xlaprof.errors import BadProfileError, XlaprofError
+from xlaprof.session import Session, list_sessions
+
+
+@pytest.fixture(scope="module")
+def capture() -> bytes:
+    return training_capture(steps=2, devices=1)
+
+
+def test_nothing_is_created_before_the_first_write(tmp_path, capture):
+    logdir = tmp_path / "logs"
+    staged = StagedSession(str(logdir), "run")
+    assert not logdir.exists()
+    staged.discard()
+    assert not logdir.exists()
+    with pytest.raises(BadProfileError):
+        staged.add_capture("localhost", 9012, b"not a profile")  # validated before anything is written
+    assert not logdir.exists()
+    staged.add_capture("localhost", 9012, capture)
+    path = staged.commit({"kind": "test"})
+    assert os.path.basename(path) == "run" and [s.run for s in list_sessions(str(logdir))] == ["run"]
+    assert Session.load(path).workers[0].name == "localhost_9012"
+
+
+def test_two_captures_of_one_name_started_together_keep_both(tmp_path, capture):
+    first, second = StagedSession(str(tmp_path), "same"), StagedSession(str(tmp_path), "same")
+    assert first.run == second.run == "same"  # neither had written when both began
+    first.add_capture("a", 1, capture)
+    second.add_capture("b", 2, capture)  # finds the name taken and moves on
+    paths = [first.commit({"kind": "test"}), second.commit({"kind": "test"})]
+    assert [os.path.basename(p) for p in paths] == ["same", "same-2"]
+    assert [w.name for w in Session.load(paths[0]).workers] == ["a_1"]
+    assert [w.name for w in Session.load(paths[1]).workers] == ["b_2"]
+
+
+def test_a_name_finished_meanwhile_is_never_overwritten(tmp_path, capture):
+    late = StagedSession(str(tmp_path), "taken")
+    early = StagedSession(str(tmp_path), "taken")
+    early.add_capture("a", 1, capture)
+    early.commit({"kind": "test"})
+    late.add_capture("b", 2, capture)
+    assert os.path.basename(late.commit({"kind": "test"})) == "taken-2"
+    assert [w.name for w in Session.load(os.path.join(tmp_path, "plugins", "profile", "taken")).workers] == ["a_1"]
+
+
+def test_a_bad_run_name_is_refused_before_anything_happens(tmp_path):
+    with pytest.raises(XlaprofError, match="run name"):
+        StagedSession(str(tmp_path / "logs"), "../escape")
+    assert not (tmp_path / "logs").exists()
