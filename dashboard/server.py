@@ -1,9 +1,10 @@
 """Serve the dashboard: ``xlaprof dashboard --logdir DIR [--host 127.0.0.1] [--port 8050]``.
 
-Contract: ``serve(logdir, host=, port=)`` blocks serving the app of ``create_app(logdir)`` until
-Ctrl-C, which returns normally. It binds
-127.0.0.1 unless told otherwise, prints the URL to open, and prints a warning on stderr when the
-address is reachable from other machines (the dashboard has no authentication). A missing
+Contract: ``serve(logdir, host=, port=, start_page=)`` blocks serving the app of
+``create_app(logdir)`` until Ctrl-C, which returns normally. It binds 127.0.0.1 unless told
+otherwise, prints the URL to open (of ``start_page``, a path below the root) once, and nothing of
+Dash's, Flask's or Werkzeug's start-up banners, and prints a warning on stderr when the address is
+reachable from other machines (the dashboard has no authentication). A missing
 ``dash`` raises ``MissingExtraError`` naming the install command; an address it cannot listen on
 (``check_port``) raises ``XlaprofError`` before anything else happens.
 """
@@ -38,7 +39,7 @@ def check_port(host: str, port: int) -> None:
                            f"pick another port with --port") from None
 
 
-def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050) -> None:
+def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050, start_page: str = "") -> None:
     try:
         from dashboard.app import create_app
     except ImportError as exc:
@@ -50,10 +51,15 @@ def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050) -> None:
               f"no authentication: anyone who can reach port {port} can browse {logdir}", file=sys.stderr)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     shown = f"[{shown}]" if ":" in shown else shown  # an IPv6 literal in a URL
-    print(f"xlaprof dashboard: serving {logdir} at http://{shown}:{port}/", flush=True)
+    print(f"xlaprof dashboard: serving {logdir} at http://{shown}:{port}/{start_page.lstrip('/')} "
+          f"(Ctrl-C to stop)", flush=True)
     # Werkzeug logs every request at INFO; the terminal should show the URL and problems only.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    from werkzeug.serving import run_simple
+
+    # What Dash's app.run does for debug=False, without its banner and Flask's: the URL is ours.
+    app.enable_dev_tools(debug=False)
     try:
-        app.run(host=host, port=port, debug=False)
+        run_simple(host, port, app.server, threaded=True)
     except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
         print("xlaprof dashboard: stopped", flush=True)

@@ -45,4 +45,5 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # The API (imported or not yet) and the subpackages, not the facade's own machinery.
+    return sorted((set(globals()) | set(__all__)) - {"annotations", "importlib", "TYPE_CHECKING", "_LAZY"})

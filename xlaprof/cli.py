@@ -2,7 +2,8 @@
 
 Contract: ``main(argv)`` returns the exit code: 0 on success, 2 on bad input or an unreachable
 worker (one clear line on stderr, no traceback), 3 when a multi-worker capture is partial,
-130 on Ctrl-C. ``build_parser()`` documents every subcommand (``xlaprof <cmd> --help``).
+130 on Ctrl-C. ``build_parser()`` documents every subcommand (``xlaprof <cmd> --help``), each
+option with its default.
 """
 from __future__ import annotations
 
@@ -19,44 +20,58 @@ EXIT_OK, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 2, 3, 130
 DEFAULT_LOGDIR = "xlaprof-logs"
 
 
+class _HelpWithDefaults(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already says it in words."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not action.option_strings or action.default is argparse.SUPPRESS or "default" in text:
+            return text
+        default = action.default
+        shown = "off" if default is False else "none" if default is None else "%(default)s"
+        return f"{text} (default: {shown})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="xlaprof", description="Why is my TPU idle? Capture, attribute and browse PyTorch/XLA device idle time.")
+        prog="xlaprof", description="Why is my TPU idle? Capture, attribute and browse PyTorch/XLA device idle time.",
+        formatter_class=_HelpWithDefaults)
     parser.add_argument("--version", action="version", version=f"xlaprof {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what xlaprof does")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    cap = sub.add_parser("capture", help="capture a profile from running workers",
+    cap = sub.add_parser("capture", help="capture a profile from running workers", formatter_class=_HelpWithDefaults,
                          description="Capture every listed worker's profiler server at once into one session.")
-    cap.add_argument("--port", type=int, default=9012, help="default profiler port of the workers (default 9012)")
+    cap.add_argument("--port", type=int, default=9012, help="profiler port of the workers without one in --host")
     cap.add_argument("--host", default="localhost",
                      help="worker host(s), comma-separated; an entry may carry its own port: h1,h2:9013")
-    cap.add_argument("--duration", type=float, default=2.0, help="seconds to record (default 2)")
-    cap.add_argument("--logdir", default=DEFAULT_LOGDIR, help=f"where sessions go (default ./{DEFAULT_LOGDIR})")
+    cap.add_argument("--duration", type=float, default=2.0, help="seconds to record")
+    cap.add_argument("--logdir", default=DEFAULT_LOGDIR, help="where sessions go")
     cap.add_argument("--name", default=None, help="run name (default: a timestamp; never overwrites)")
     cap.add_argument("--attempts", type=int, default=3, help="tries per worker before it counts as failed")
 
     ana = sub.add_parser("analyze", help="report where the device was idle and why",
-                         description="Analyse a session directory, a logdir (its newest session) or one .xplane.pb file.")
+                         formatter_class=_HelpWithDefaults, description="Analyse a session directory, a logdir (its newest session) or one .xplane.pb file.")
     ana.add_argument("path", help="session directory, logdir, or .xplane.pb file")
     ana.add_argument("--json", action="store_true", help="print the JSON report (the contract other tools use)")
     ana.add_argument("--debug-file", default=None,
                      help="a PT_XLA_DEBUG_FILE written with PT_XLA_DEBUG_LEVEL=2, to name compile causes")
-    ana.add_argument("--top", type=int, default=10, help="rows per table in the text report (default 10)")
+    ana.add_argument("--top", type=int, default=10, help="rows per table in the text report")
 
-    dash = sub.add_parser("dashboard", help="serve the web dashboard for a logdir",
+    dash = sub.add_parser("dashboard", help="serve the web dashboard for a logdir", formatter_class=_HelpWithDefaults,
                           description="Browse sessions, timelines, gaps, compiles and metrics in a browser.")
-    dash.add_argument("--logdir", default=DEFAULT_LOGDIR, help=f"logdir to browse (default ./{DEFAULT_LOGDIR})")
-    dash.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    dash.add_argument("--port", type=int, default=8050, help="port (default 8050)")
+    dash.add_argument("--logdir", default=DEFAULT_LOGDIR, help="logdir to browse")
+    dash.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    dash.add_argument("--port", type=int, default=8050, help="port to listen on")
 
     demo = sub.add_parser("demo", help="run a sample workload on the CPU XLA device, capture, analyse, serve",
+                          formatter_class=_HelpWithDefaults,
                           description="Start a training loop with classic mistakes on the embedded CPU XLA device, "
                                       "capture it, print the analysis, and serve the dashboard on it.")
-    demo.add_argument("--logdir", default=DEFAULT_LOGDIR, help=f"where the session goes (default ./{DEFAULT_LOGDIR})")
-    demo.add_argument("--duration", type=float, default=3.0, help="seconds to capture (default 3)")
+    demo.add_argument("--logdir", default=DEFAULT_LOGDIR, help="where the session goes")
+    demo.add_argument("--duration", type=float, default=3.0, help="seconds to capture")
     demo.add_argument("--port", type=int, default=0, help="worker profiler port (default: a free one)")
-    demo.add_argument("--dashboard-port", type=int, default=8050, help="dashboard port (default 8050)")
+    demo.add_argument("--dashboard-port", type=int, default=8050, help="dashboard port")
     demo.add_argument("--no-dashboard", action="store_true", help="stop after printing the analysis")
     return parser
 
@@ -122,11 +137,10 @@ def _demo(args) -> int:
     print(f"again with: xlaprof analyze {path}   (or --json)")
     if args.no_dashboard:
         return EXIT_OK
+    from dashboard.components import session_href
     from dashboard.server import serve
 
-    print(f"[demo] serving the dashboard; open http://127.0.0.1:{args.dashboard_port}/session/"
-          f"{os.path.basename(path)} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    serve(args.logdir, port=args.dashboard_port)
+    serve(args.logdir, port=args.dashboard_port, start_page=session_href(os.path.basename(path)))
     return EXIT_OK
 
 

@@ -6,8 +6,9 @@ Contract:
   coloured by cause) then host lanes with events (compiles, blocking reads (TransferFromDevice,
   with the barrier wait before them), TransferToDevice, and user spans, one lane per thread and
   nesting depth: ``training thread · spans depth 0`` for the analysis' main line, the capture's
-  thread name (e.g. ``pt_autograd_0 · spans depth 0``) for other threads). Times are microseconds on one axis for all workers: each worker's clock is shifted by
-  its ``origin_ns`` relative to the earliest worker's (``worker_offsets``).
+  thread name (e.g. ``pt_autograd_0 · spans depth 0``) for other threads). Times are
+  microseconds on one axis for all workers: each worker's clock is shifted by its ``origin_ns``
+  relative to the earliest worker's (``worker_offsets``).
 - ``view(timeline, x0, x1, config)`` returns the ``TimelineView`` to draw for ``[x0, x1]`` (us).
   A lane with at most ``config.max_raw`` items in the range is drawn item by item, each with a
   hover text (name, span, source, duration). A busier lane is aggregated into ``config.bins``

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -158,7 +159,14 @@ def test_a_busy_dashboard_port_is_one_line_and_exit_2_before_any_work(tmp_path):
     assert os.listdir(tmp_path) == []  # the demo stopped before starting a worker or a capture
 
 
-def test_every_command_documents_itself():
+def test_every_command_documents_itself_and_every_option_its_default():
+    wide = dict(os.environ, COLUMNS="300")  # no wrapped help lines
     for command in ("capture", "analyze", "dashboard", "demo"):
-        result = run_cli(command, "--help")
+        result = run_cli(command, "--help", env=wide)
         assert result.returncode == 0 and "usage: xlaprof " + command in result.stdout
+        # One block per option: its flags, then its help (on the next line when the flags are long).
+        options = re.split(r"\n  (?=-)", result.stdout.split("options:", 1)[1])[1:]
+        assert len(options) > 2 and all("default" in o for o in options if not o.startswith("-h,")), result.stdout
+    attempts = next(line for line in run_cli("capture", "--help", env=wide).stdout.splitlines()
+                    if line.strip().startswith("--attempts"))
+    assert "(default: 3)" in attempts

@@ -44,7 +44,12 @@ def test_demo_reports_the_culprits_and_serves_the_dashboard(tmp_path):
             demo.wait(timeout=30)
         except subprocess.TimeoutExpired:
             demo.kill()
-    assert demo.returncode == 0, demo.stderr.read()[-2000:]
+    everything = "".join(lines) + demo.stdout.read() + demo.stderr.read()
+    assert demo.returncode == 0, everything[-2000:]
+    # The URL to open, once: the session's page; no framework banner beside it.
+    assert everything.count(f"http://127.0.0.1:{port}/") == 1, everything[-2000:]
+    assert f"http://127.0.0.1:{port}/session/{os.path.basename(session)} " in everything
+    assert "Dash is running" not in everything and "Serving Flask app" not in everything
 
 
 def _answers(url: str, within_s: float = 60.0) -> bool:

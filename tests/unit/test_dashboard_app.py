@@ -264,14 +264,16 @@ def test_requests_are_served_from_the_cache(setup):
                                          ("0.0.0.0", True), ("192.168.1.5", True), ("myhost.example", True)])
 def test_serve_binds_where_told_and_warns_off_loopback(monkeypatch, capsys, tmp_path, host, warned):
     ran = {}
-    monkeypatch.setattr("dash.Dash.run", lambda self, **kw: ran.update(kw))
+    monkeypatch.setattr("werkzeug.serving.run_simple", lambda host, port, app, **kw: ran.update(host=host, port=port,
+                                                                                                  app=app, **kw))
     # These addresses need not exist on this machine; binding is tested with a real busy port in
     # test_capture_cli.test_a_busy_dashboard_port_is_one_line_and_exit_2_before_any_work.
     monkeypatch.setattr(server, "check_port", lambda host, port: None)
     server.serve(str(tmp_path), host=host, port=8123)
     out, err = capsys.readouterr()
-    assert ran["host"] == host and ran["port"] == 8123 and ran["debug"] is False
-    assert ":8123/" in out
+    assert ran["host"] == host and ran["port"] == 8123 and ran["threaded"] is True
+    assert ran["app"].name == "dashboard.app" and not ran.get("use_debugger") and not ran.get("use_reloader")
+    assert out.count(":8123/") == 1
     assert ("warning" in err) is warned
 
 
