@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     cap.add_argument("--attempts", type=int, default=3, help="tries per worker before it counts as failed")
 
     ana = sub.add_parser("analyze", help="report where the device was idle and why",
-                         formatter_class=_HelpWithDefaults, description="Analyse a session directory, a logdir (its newest session) or one .xplane.pb file.")
+                         formatter_class=_HelpWithDefaults,
+                         description="Analyse a session directory, a logdir (its newest session) or one .xplane.pb file.")
     ana.add_argument("path", help="session directory, logdir, or .xplane.pb file")
     ana.add_argument("--json", action="store_true", help="print the JSON report (the contract other tools use)")
     ana.add_argument("--debug-file", default=None,
