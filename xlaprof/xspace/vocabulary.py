@@ -71,7 +71,15 @@ STEP_NUM_STAT = "step_num"  # xlaprof.step and torch_xla's StepTrace
 STEP_ROOT_STAT = "_r"  # the profiler's step-root marker (1 on a step span)
 GRAPH_HASH_STAT = "graph_hash"  # XLAGraphExecutor::Compile
 # The reader keeps the stats of host events that carry one of these (see reader).
-STAT_KEYS_TO_READ = frozenset({SOURCE_STAT, STEP_NUM_STAT, GRAPH_HASH_STAT})
+# Python stack samples (collectors/stack_sampler.py): while a capture records, each sampled Python
+# thread has an emitter thread (OS name "py <thread name>") whose TraceMe events are runs of identical
+# samples, named after the innermost frame ("file.py:line function"), with these stats.
+PY_STACK_STAT = "py_stack"  # frames outermost first, joined by "\n", each "path:line function"
+PY_THREAD_STAT = "py_thread"  # the host line id of the sampled thread (its TraceMe thread id)
+PY_THREAD_NAME_STAT = "py_thread_name"  # the sampled thread's threading name ("MainThread", ...)
+STACK_LINE_PREFIX = "py "  # name of an emitter's line
+STACK_SAMPLE_STATS = frozenset({PY_STACK_STAT, PY_THREAD_STAT, PY_THREAD_NAME_STAT})
+STAT_KEYS_TO_READ = frozenset({SOURCE_STAT, STEP_NUM_STAT, GRAPH_HASH_STAT, PY_STACK_STAT})
 # Integer stats the reader keeps column-wise for every host event carrying them (see events.IntColumn).
 INT_STAT_COLUMNS = frozenset({PROGRAM_ID_STAT})
 
