@@ -1,0 +1,105 @@
+"""Python stacks read from frames and coalesced into runs: the pure part of the stack sampler.
+
+Contract:
+- ``StackReader().read(frame)`` returns the ``Stack`` of a thread whose innermost frame is
+  ``frame``: ``text`` holds its frames outermost first, joined by "\\n", each
+  "path:line function" (path as the code object has it, function its qualified name), and
+  ``label`` the innermost frame as "file.py:line function" (the path's basename). A reader
+  follows one thread: when every frame runs the code of its previous read at the same
+  instruction, it returns the previous ``Stack`` without formatting anything; otherwise it
+  formats only the frames below the outer part that stayed, and still returns the previous
+  ``Stack`` when the text came out equal (so equal stacks are the same object). It holds code
+  objects between calls, never a frame.
+- Text is TraceMe-safe: characters at which the profiler's "name#key=value,...#" metadata
+  encoding cuts a value (``, # ' "`` and the openers ``( [ {``) become "?".
+- ``RunWriter(open_event, max_event_s)`` turns a thread's samples ``(time_s, Stack)`` into runs:
+  ``open_event(stack)`` opens an event at the first sample of a stack; the event closes
+  (``event.__exit__``, as a TraceMe does) at the first sample of another stack, at ``close()``, or once it is
+  ``max_event_s`` old, when it is reopened at once with the same stack. Events never overlap.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+_UNSAFE = str.maketrans({c: "?" for c in ",#'\"([{"})
+
+
+def safe_text(text: str) -> str:
+    """``text`` with the characters that TraceMe metadata cannot carry replaced by "?"."""
+    return text.translate(_UNSAFE)
+
+
+@dataclass(frozen=True)
+class Stack:
+    text: str  # frames outermost first, "path:line function", joined by "\n"
+    label: str  # the innermost frame, "file.py:line function"
+
+
+def _name(code) -> str:
+    return getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+
+
+class StackReader:
+    """Reads one thread's stacks, reusing what did not change since its previous read."""
+
+    def __init__(self) -> None:
+        self._keys: list = []  # per frame, innermost first: last instruction, code
+        self._lines: list[str] = []  # the formatted frames, outermost first
+        self._stack: Stack | None = None
+
+    def read(self, frame) -> Stack:
+        frames = []
+        keys = []  # per frame, innermost first: its last instruction and code (they give its line)
+        while frame is not None:
+            frames.append(frame)
+            keys.append(frame.f_lasti)
+            keys.append(frame.f_code)
+            frame = frame.f_back
+        old = self._keys
+        if keys == old and self._stack is not None:
+            return self._stack
+        kept, common = 0, min(len(keys), len(old)) // 2  # frames kept, from the outermost one down
+        while kept < common and keys[-2 * kept - 1] is old[-2 * kept - 1] and keys[-2 * kept - 2] == old[-2 * kept - 2]:
+            kept += 1
+        lines = self._lines[:kept]
+        for f in reversed(frames[:len(frames) - kept]):
+            code = f.f_code
+            lines.append(safe_text(f"{code.co_filename}:{f.f_lineno or 0} {_name(code)}"))
+        self._keys, self._lines = keys, lines
+        text = "\n".join(lines)
+        if self._stack is None or text != self._stack.text:
+            code = frames[0].f_code
+            self._stack = Stack(text, safe_text(f"{os.path.basename(code.co_filename)}:{frames[0].f_lineno or 0} "
+                                                f"{_name(code)}"))
+        return self._stack
+
+
+class Event(Protocol):  # what the profiler's TraceMe is: an event open from its creation
+    def __exit__(self, exc_type, exc, tb) -> None: ...
+
+
+class RunWriter:
+    """One thread's samples as events, one per run of identical stacks, none older than max_event_s."""
+
+    def __init__(self, open_event: Callable[[Stack], Event], max_event_s: float) -> None:
+        self._open_event = open_event
+        self._max_event_s = max_event_s
+        self._event: Event | None = None
+        self._stack: Stack | None = None
+        self._opened_s = 0.0
+
+    def sample(self, now_s: float, stack: Stack) -> None:
+        if self._event is not None:
+            if stack is self._stack and now_s - self._opened_s < self._max_event_s:
+                return
+            self.close()
+        self._event = self._open_event(stack)
+        self._stack, self._opened_s = stack, now_s
+
+    def close(self) -> None:
+        event, self._event, self._stack = self._event, None, None
+        if event is not None:
+            event.__exit__(None, None, None)

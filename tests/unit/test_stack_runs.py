@@ -1,0 +1,122 @@
+"""The pure part of the stack sampler (collectors/stack_runs.py), without torch: stacks read
+from real frames of this interpreter, and samples coalesced into runs."""
+from __future__ import annotations
+
+import sys
+import threading
+
+from collectors.stack_runs import RunWriter, Stack, StackReader, safe_text
+
+
+def here() -> int:
+    return sys._getframe(1).f_lineno
+
+
+def outer(reader: StackReader, results: list, inner_first: bool) -> None:
+    results.append((reader.read(sys._getframe()), here()))
+    if inner_first:
+        inner(reader, results)
+    results.append((reader.read(sys._getframe()), here()))
+
+
+def inner(reader: StackReader, results: list) -> None:
+    results.append((reader.read(sys._getframe()), here()))
+
+
+def test_a_stack_lists_path_line_and_function_outermost_first():
+    reader, results = StackReader(), []
+    outer(reader, results, inner_first=True)
+    (first, first_line), (in_inner, inner_line), (back, back_line) = results
+    frames = in_inner.text.split("\n")
+    assert frames[-1] == f"{__file__}:{inner_line} inner"
+    assert frames[-2] == f"{__file__}:{first_line + 2} outer"  # the line calling inner
+    assert frames[-3].endswith(" test_a_stack_lists_path_line_and_function_outermost_first")
+    assert in_inner.label == f"test_stack_runs.py:{inner_line} inner"
+    assert first.text.split("\n")[-1] == f"{__file__}:{first_line} outer" and first.label.endswith(" outer")
+    assert back.text.split("\n")[-1] == f"{__file__}:{back_line} outer"
+    assert first.text.split("\n")[:-1] == frames[:-2] == back.text.split("\n")[:-1]  # the kept callers
+    depth = len(frames)
+    assert len(first.text.split("\n")) == depth - 1
+
+
+class Method:
+    def run(self, reader: StackReader) -> Stack:
+        return reader.read(sys._getframe())
+
+
+def test_functions_are_named_by_their_qualified_name():
+    assert Method().run(StackReader()).label.endswith(" Method.run")
+
+
+def test_reading_an_unchanged_stack_again_gives_the_same_stack():
+    reader, parked, read = StackReader(), threading.Event(), threading.Event()
+
+    def park():
+        read.set()
+        parked.wait()
+
+    thread = threading.Thread(target=park)
+    thread.start()
+    read.wait()
+    try:
+        stacks = [reader.read(sys._current_frames()[thread.ident]) for _ in range(3)]
+    finally:
+        parked.set()
+        thread.join()
+    assert stacks[0] is stacks[1] is stacks[2]
+    assert any(f.endswith(" test_reading_an_unchanged_stack_again_gives_the_same_stack.<locals>.park")
+               for f in stacks[0].text.split("\n"))
+
+
+def test_a_reader_holds_no_frame():
+    reader = StackReader()
+    reader.read(sys._getframe())
+    assert not any(type(key).__name__ == "frame" for key in reader._keys)
+
+
+def test_text_that_would_cut_the_profilers_metadata_is_replaced():
+    assert safe_text("/a,b/#c/'d\"/(e[f{g.py:1 h") == "/a?b/?c/?d?/?e?f?g.py:1 h"
+    assert safe_text("/ok/<lambda>).py:3 f") == "/ok/<lambda>).py:3 f"
+
+
+class Recorder:
+    """Fake TraceMe events: each records (stack label, opened at, closed at)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.events: list[list] = []
+
+    def open(self, stack: Stack):
+        event = [stack.label, self.now, None]
+        self.events.append(event)
+        recorder = self
+
+        class Open:
+            def __exit__(self, *exc) -> None:
+                assert event[2] is None, "closed twice"
+                event[2] = recorder.now
+
+        return Open()
+
+
+def test_runs_coalesce_identical_samples_and_never_overlap():
+    recorder, a, b = Recorder(), Stack("x.py:1 f", "x.py:1 f"), Stack("x.py:2 f", "x.py:2 f")
+    writer = RunWriter(recorder.open, max_event_s=0.1)
+    for now, stack in ((0.0, a), (0.001, a), (0.002, a), (0.003, b), (0.004, a), (0.005, a)):
+        recorder.now = now
+        writer.sample(now, stack)
+    recorder.now = 0.006
+    writer.close()
+    writer.close()  # closing twice is a no-op
+    assert recorder.events == [["x.py:1 f", 0.0, 0.003], ["x.py:2 f", 0.003, 0.004], ["x.py:1 f", 0.004, 0.006]]
+
+
+def test_a_long_run_is_cut_at_the_maximum_age():
+    recorder, a = Recorder(), Stack("x.py:1 f", "x.py:1 f")
+    writer = RunWriter(recorder.open, max_event_s=0.1)
+    for i in range(26):
+        recorder.now = i * 0.01
+        writer.sample(recorder.now, a)
+    writer.close()
+    assert [(round(start, 3), round(end, 3)) for _, start, end in recorder.events] == \
+        [(0.0, 0.1), (0.1, 0.2), (0.2, 0.25)]
