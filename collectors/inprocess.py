@@ -20,7 +20,7 @@ import logging
 import os
 import time
 
-from collectors import metrics_sampler, spans, torch_xla_import
+from collectors import metrics_sampler, spans, stack_sampler, torch_xla_import
 from collectors.session_writer import StagedSession, host_name
 from xlaprof.errors import XlaprofError
 from xlaprof.session.manifest import CaptureStatus, WorkerStatus
@@ -38,17 +38,23 @@ class profile:  # noqa: N801 - used like a function
         name: the run name (default a timestamp; never overwrites an existing run).
         steps: record only these ``xlaprof.step`` numbers, a ``range`` with step 1 (e.g.
             ``range(0, 20)``: the first 20 steps, compiles included); default: the whole block.
+        stack_hz: Python stack samples per second and thread while recording (default 1000,
+            i.e. one per millisecond; 0 turns stack sampling off; at most 10000).
     After the block, ``path`` is the session directory, ready for ``xlaprof analyze`` (None when
-    ``steps`` named no step that ran). Raises ``XlaprofError`` for a bad run name or ``steps``,
-    or a second step-scheduled capture while one is active; ``MissingExtraError`` without torch_xla.
+    ``steps`` named no step that ran). Raises ``XlaprofError`` for a bad run name, ``steps`` or
+    ``stack_hz``, or a second step-scheduled capture while one is active; ``MissingExtraError``
+    without torch_xla.
     """
 
-    def __init__(self, logdir: str = "xlaprof-logs", *, name: str | None = None, steps: range | None = None) -> None:
+    def __init__(self, logdir: str = "xlaprof-logs", *, name: str | None = None, steps: range | None = None,
+                 stack_hz: float = stack_sampler.DEFAULT_RATE_HZ) -> None:
         if steps is not None and (not isinstance(steps, range) or steps.step != 1 or not len(steps)):
             raise XlaprofError(f"steps={steps!r}: give the steps to record as a non-empty range, e.g. range(0, 20)")
         self.logdir = str(logdir)
         self.name = name
         self.steps = steps
+        self.stack_hz = stack_sampler.check_rate(stack_hz)
+        self._rate_before = self.stack_hz  # the process's stack rate, restored after the capture
         self.path: str | None = None  # the session directory, once written
         self._session = None
         self._started = 0.0
@@ -57,6 +63,7 @@ class profile:  # noqa: N801 - used like a function
     def __enter__(self) -> profile:
         torch_xla_import.profiler()  # fail here, not in the first step, without torch_xla
         metrics_sampler.ensure_sampler()
+        stack_sampler.ensure_sampler()
         if self.steps is None:
             self._start()
         else:
@@ -86,10 +93,14 @@ class profile:  # noqa: N801 - used like a function
         self._started = time.time()
         self._session = torch_xla_import.profiler().TslProfilerSessionWrapper()
         metrics_sampler.emit()  # the window's first snapshot, before any work
+        self._rate_before = stack_sampler.set_rate(self.stack_hz)
+        stack_sampler.resume()  # stacks from the first sample on, not from the sampler's next poll
 
     def _finish(self) -> None:
-        metrics_sampler.emit()  # and its last
+        stack_sampler.flush()  # the open stack events close while recording, so none is lost
+        metrics_sampler.emit()  # and the window's last snapshot
         data = self._session.stop()
+        stack_sampler.set_rate(self._rate_before)
         self._session = None
         self._done = True
         staged = StagedSession(self.logdir, self.name)

@@ -1,7 +1,8 @@
 """``xlaprof.start_server``: the torch_xla profiler server in this process, checked and idempotent.
 
 Contract: ``start_server(port=9012)`` starts the profiler server that ``xlaprof capture``
-(or TensorBoard) pulls profiles from, plus the metrics sampler, and returns the port it serves.
+(or TensorBoard) pulls profiles from, plus the metrics and stack samplers (``stack_hz``: Python
+stack samples per second while a capture records, 0 = off), and returns the port it serves.
 - Idempotent: a second call returns the running server's port; asking for a different port
   while one runs raises ``XlaprofError``.
 - ``port=0`` picks a free port. A port already in use raises ``XlaprofError`` naming it
@@ -17,7 +18,7 @@ import socket
 import sys
 import threading
 
-from collectors import metrics_sampler, torch_xla_import
+from collectors import metrics_sampler, stack_sampler, torch_xla_import
 from xlaprof.errors import XlaprofError
 
 _lock = threading.Lock()
@@ -69,7 +70,8 @@ def free_port(consecutive: int = 1) -> int:
             return base
 
 
-def start_server(port: int = 9012, *, per_process: bool | None = None) -> int:
+def start_server(port: int = 9012, *, per_process: bool | None = None,
+                 stack_hz: float = stack_sampler.DEFAULT_RATE_HZ) -> int:
     """Start torch_xla's profiler server in this process, for ``xlaprof capture --port PORT``.
 
     Args:
@@ -77,13 +79,17 @@ def start_server(port: int = 9012, *, per_process: bool | None = None) -> int:
         per_process: serve ``port + local rank`` (for several processes per host under
             ``torch_xla.launch``/``xmp.spawn``/torchrun). Default: on when the launcher's
             environment says there are several local processes.
+        stack_hz: Python stack samples per second and thread while a capture records
+            (default 1000, i.e. one per millisecond; 0 turns stack sampling off; at most 10000).
     Returns the port served, also printed on stderr. Idempotent: a second call returns the
-    running server's port. Also starts the metrics sampler, which records torch_xla counters
-    into captures while one records (nothing runs while no capture records).
-    Raises ``XlaprofError`` for an invalid port, a port in use, or a different port while a
-    server already runs; ``MissingExtraError`` when torch_xla is not installed.
+    running server's port (and sets ``stack_hz``). Also starts the metrics sampler, which
+    records torch_xla counters into captures, and the stack sampler, which records the Python
+    stack of every thread as a line of the capture; neither runs while no capture records.
+    Raises ``XlaprofError`` for an invalid port or ``stack_hz``, a port in use, or a different
+    port while a server already runs; ``MissingExtraError`` when torch_xla is not installed.
     """
     global _server, _port
+    stack_hz = stack_sampler.check_rate(stack_hz)
     ordinal = local_ordinal()
     if per_process is None:
         per_process = ordinal is not None
@@ -91,6 +97,7 @@ def start_server(port: int = 9012, *, per_process: bool | None = None) -> int:
     with _lock:
         if _server is not None:
             if wanted in (0, _port):
+                stack_sampler.set_rate(stack_hz)
                 return _port
             raise XlaprofError(f"the profiler server already runs on port {_port} in this process; "
                                f"cannot start another on {wanted}")
@@ -103,6 +110,8 @@ def start_server(port: int = 9012, *, per_process: bool | None = None) -> int:
         _server = torch_xla_import.profiler().start_server(chosen)
         _port = chosen
     metrics_sampler.ensure_sampler(ordinal)
+    stack_sampler.set_rate(stack_hz)
+    stack_sampler.ensure_sampler()
     # Printed, not logged: the person starting a worker needs the port whatever logging is set to.
     where = f" (local process {ordinal})" if ordinal is not None else ""
     print(f"xlaprof: profiler server listening on port {chosen}{where}; capture with: "

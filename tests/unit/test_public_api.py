@@ -9,9 +9,9 @@ import sys
 import pytest
 
 import xlaprof
-from xlaprof.errors import XlaprofError
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
+from xlaprof.errors import XlaprofError
 from xlaprof.session import Session
 
 API = ("start_server", "trace", "step", "profile", "Session", "analyze", "AnalysisConfig")
@@ -30,8 +30,8 @@ def test_every_api_name_is_documented_with_its_arguments():
     for name in API:
         doc = inspect.getdoc(getattr(xlaprof, name)) or ""
         assert len(doc) > 80, name
-    for name, words in (("start_server", ("port", "Raises")), ("trace", ("name", "meta")), ("step", ("n", "name")),
-                        ("profile", ("logdir", "path")), ("analyze", ("session", "Raises"))):
+    for name, words in (("start_server", ("port", "stack_hz", "per second", "Raises")), ("trace", ("name", "meta")), ("step", ("n", "name")),
+                        ("profile", ("logdir", "path", "stack_hz", "per second")), ("analyze", ("session", "Raises"))):
         doc = inspect.getdoc(getattr(xlaprof, name))
         assert all(w in doc for w in words), (name, words)
     assert "Raises" in inspect.getdoc(Session.load) and "path" in inspect.getdoc(Session.load)
@@ -50,3 +50,17 @@ def test_a_session_opened_but_not_read_is_analysed(tmp_path):
 def test_profile_steps_must_be_a_range_of_consecutive_steps(steps):
     with pytest.raises(XlaprofError, match="give the steps to record as a non-empty range"):
         xlaprof.profile("logs", steps=steps)
+
+
+@pytest.mark.parametrize("stack_hz", [-1, 10_001, 1e9, float("nan"), "1000", True, None])
+def test_stack_hz_must_be_a_rate_from_0_to_10000(stack_hz):
+    for call in (lambda: xlaprof.profile("logs", stack_hz=stack_hz), lambda: xlaprof.start_server(0, stack_hz=stack_hz)):
+        with pytest.raises(XlaprofError, match=r"^stack_hz=.*: give the Python stack sampling rate in samples per "
+                                               r"second, from 0 \(off\) to 10000$"):
+            call()
+
+
+def test_stack_hz_accepts_off_and_the_default():
+    assert xlaprof.profile("logs", stack_hz=0).stack_hz == 0
+    assert xlaprof.profile("logs").stack_hz == 1000 == inspect.signature(xlaprof.start_server).parameters[
+        "stack_hz"].default

@@ -1,0 +1,219 @@
+"""Put the Python stacks of the worker's threads into the profile while a capture records.
+
+Contract (docs: notes/stack_format.md; names in ``xlaprof.xspace.vocabulary``):
+- ``ensure_sampler()`` starts (once per process) the controller thread ``xlaprof-stacks``. Every
+  ``POLL_S`` it checks whether a capture records (the metrics sampler's test); while one does
+  and the rate is not 0, every Python thread but xlaprof's own (names starting "xlaprof"), up to
+  ``MAX_THREADS``, gets one emitter thread. Nothing else runs while no capture records.
+- An emitter names its OS thread "py <thread name>" (so its TraceMe events form their own host
+  line) and samples its thread's innermost frame (``sys._current_frames()``, frames only, never
+  a tensor) about ``rate`` times a second, with a jittered sleep. It records one TraceMe event
+  per run of identical stacks (``stack_runs``), named after the innermost frame, with the stats
+  py_thread (the host line id of the sampled thread), py_thread_name and py_stack. It ends,
+  closing its open event, when its thread ends, when recording stops, or at ``flush()``.
+- A sample that fails is skipped and logged once per process; an emitter never raises.
+- ``set_rate(hz)`` sets the sampling rate of the coming captures (``check_rate`` validates it);
+  ``flush()`` closes every open event and pauses sampling until the next ``resume()`` or the
+  end of the recording, so a capture stopped right after loses nothing (``xlaprof.profile``);
+  ``resume()`` starts the emitters at once when a capture records.
+- While emitters run, the interpreter's switch interval is ``SWITCH_INTERVAL_S`` (so an emitter
+  gets the GIL promptly from a thread running Python), restored when they end.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import random
+import sys
+import threading
+import time
+
+from collectors import torch_xla_import
+from collectors.stack_runs import RunWriter, StackReader, safe_text
+from xlaprof.errors import XlaprofError
+from xlaprof.xspace import vocabulary
+
+DEFAULT_RATE_HZ = 1000
+MAX_RATE_HZ = 10_000  # beyond this the sleep between samples is below the OS timer's resolution
+POLL_S = 0.05  # how soon a capture's threads get their emitters
+MAX_EVENT_S = 0.1  # an event is cut (closed and reopened) at this age: what a stopped capture may lose
+MAX_THREADS = 32  # sampled threads per process
+SWITCH_INTERVAL_S = 0.001  # the interpreter's switch interval while emitters run
+OWN_THREAD_PREFIX = "xlaprof"
+_PR_SET_NAME = 15  # prctl option naming the calling thread (Linux)
+_LINUX_THREAD_NAME_BYTES = 15
+_STD_HASH_SEED = 0xC70F6907  # libstdc++'s std::hash seed (std::_Hash_bytes)
+
+log = logging.getLogger("xlaprof")
+_lock = threading.Lock()
+_controller: threading.Thread | None = None
+_wake = threading.Event()
+_rate_hz: float = DEFAULT_RATE_HZ
+_paused = False
+_emitters: dict[threading.Thread, _Emitter] = {}
+_saved_switch_interval: float | None = None
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str, *args) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        log.warning(message, *args)
+
+
+def check_rate(stack_hz) -> float:
+    """``stack_hz`` as a rate in samples per second, or ``XlaprofError`` in one line."""
+    if isinstance(stack_hz, bool) or not isinstance(stack_hz, (int, float)) or not 0 <= stack_hz <= MAX_RATE_HZ:
+        raise XlaprofError(f"stack_hz={stack_hz!r}: give the Python stack sampling rate in samples per second, "
+                           f"from 0 (off) to {MAX_RATE_HZ}")
+    return float(stack_hz)
+
+
+def set_rate(stack_hz: float) -> float:
+    """Sample at ``stack_hz`` from the next capture on; returns the previous rate."""
+    global _rate_hz
+    with _lock:
+        previous, _rate_hz = _rate_hz, check_rate(stack_hz)
+    return previous
+
+
+@functools.cache
+def _std_hash_bytes():
+    function = ctypes.CDLL("libstdc++.so.6")._ZSt11_Hash_bytesPKvmm
+    function.restype = ctypes.c_size_t
+    function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+    return function
+
+
+def host_line_id(ident: int) -> int:
+    """The id of the host-plane line holding the TraceMe events of the thread ``ident``
+    (``threading.get_ident()``, its pthread_t): tsl's thread id, libstdc++'s
+    ``std::hash<std::thread::id>``, as the signed 64-bit XLine id."""
+    pthread = ctypes.c_ulong(ident)
+    value = _std_hash_bytes()(ctypes.byref(pthread), ctypes.sizeof(pthread), _STD_HASH_SEED)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _name_this_os_thread(name: str) -> None:
+    raw = name.encode()[:_LINUX_THREAD_NAME_BYTES].decode(errors="ignore").encode()
+    if ctypes.CDLL(None).prctl(_PR_SET_NAME, raw, 0, 0, 0) != 0:
+        _warn_once("name", "xlaprof: could not name the stack sampler's thread %r; its line keeps another name", name)
+
+
+class _Emitter(threading.Thread):
+    """Samples one thread's stack into TraceMe events while a capture records."""
+
+    def __init__(self, target: threading.Thread, rate_hz: float) -> None:
+        super().__init__(name=f"{OWN_THREAD_PREFIX}-stack {target.name}", daemon=True)
+        self.target = target
+        self.period_s = 1.0 / rate_hz
+        self.running = True
+
+    def run(self) -> None:
+        target = self.target
+        try:
+            _name_this_os_thread(vocabulary.STACK_LINE_PREFIX + target.name)
+            profiler = torch_xla_import.profiler()
+            stats = {vocabulary.PY_THREAD_STAT: host_line_id(target.ident),
+                     vocabulary.PY_THREAD_NAME_STAT: safe_text(target.name).strip() or "?"}
+
+            def open_event(stack):  # py_stack last: an unbalanced bracket in it cannot swallow another stat
+                return profiler.TraceMe(stack.label, **stats, **{vocabulary.PY_STACK_STAT: stack.text})
+
+            writer = RunWriter(open_event, MAX_EVENT_S)
+        except Exception as exc:  # a sampler must never take the worker down
+            _warn_once("start", "xlaprof: the stack sampler cannot sample thread %r: %s", target.name, exc)
+            return
+        try:
+            self._sample(profiler.TraceMe.is_enabled, writer)
+        finally:
+            writer.close()
+
+    def _sample(self, recording, writer: RunWriter) -> None:
+        ident, target, reader, period_s = self.target.ident, self.target, StackReader(), self.period_s
+        while self.running and recording(vocabulary.USER_SPAN_LEVEL):
+            frame = sys._current_frames().get(ident)
+            if frame is None or not target.is_alive():
+                return
+            try:
+                stack = reader.read(frame)
+            except Exception as exc:  # a frame it cannot read: skip the sample
+                _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
+            else:
+                writer.sample(time.perf_counter(), stack)
+            del frame
+            time.sleep(period_s * (0.5 + random.random()))
+
+
+def _set_switch_interval(sampling: bool) -> None:
+    global _saved_switch_interval
+    if sampling and _saved_switch_interval is None:
+        _saved_switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(SWITCH_INTERVAL_S, _saved_switch_interval))
+    elif not sampling and _saved_switch_interval is not None:
+        sys.setswitchinterval(_saved_switch_interval)
+        _saved_switch_interval = None
+
+
+def _reconcile() -> None:
+    """Start an emitter for each thread that needs one while a capture records; forget ended ones."""
+    global _paused
+    recording = torch_xla_import.profiler().TraceMe.is_enabled(vocabulary.USER_SPAN_LEVEL)
+    with _lock:
+        for thread in [t for t, e in _emitters.items() if not e.is_alive()]:
+            del _emitters[thread]
+        if not recording:
+            _paused = False
+        sampling = recording and not _paused and _rate_hz > 0
+        _set_switch_interval(sampling or bool(_emitters))
+        if not sampling:
+            return
+        for thread in threading.enumerate():
+            if thread.name.startswith(OWN_THREAD_PREFIX) or thread in _emitters or thread.ident is None:
+                continue
+            if len(_emitters) >= MAX_THREADS:
+                _warn_once("cap", "xlaprof: sampling the stacks of %d threads only", MAX_THREADS)
+                break
+            emitter = _emitters[thread] = _Emitter(thread, _rate_hz)
+            emitter.start()
+
+
+def _run() -> None:
+    while True:
+        _wake.wait(POLL_S)
+        _wake.clear()
+        try:
+            _reconcile()
+        except Exception as exc:  # a sampler must never take the worker down
+            _warn_once("controller", "xlaprof: the stack sampler failed: %s", exc)
+
+
+def ensure_sampler() -> None:
+    global _controller
+    with _lock:
+        if _controller is not None and _controller.is_alive():
+            return
+        _controller = threading.Thread(target=_run, name=f"{OWN_THREAD_PREFIX}-stacks", daemon=True)
+        _controller.start()
+
+
+def flush(timeout_s: float = 1.0) -> None:
+    """Close every open stack event now and sample no more until ``resume()`` or the recording ends."""
+    global _paused
+    with _lock:
+        _paused = True
+        emitters = list(_emitters.values())
+        for emitter in emitters:
+            emitter.running = False
+    deadline = time.monotonic() + timeout_s
+    for emitter in emitters:
+        emitter.join(max(0.0, deadline - time.monotonic()))
+
+
+def resume() -> None:
+    """Sample again, starting the emitters now if a capture records."""
+    global _paused
+    with _lock:
+        _paused = False
+    _reconcile()
