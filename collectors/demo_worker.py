@@ -24,13 +24,13 @@ def build_model(torch):
     return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
 
 
-def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallback_every: int) -> None:
+def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: int = 0):
+    """The demo's training step, on a fresh model on the XLA device: ``run(step)`` trains one step."""
     import torch
     import torch_xla
 
     import xlaprof
 
-    port = xlaprof.start_server(port)
     device = torch_xla.device()
     torch.manual_seed(0)
     model = build_model(torch).to(device)
@@ -43,9 +43,7 @@ def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallba
         x = torch.randn(8, length, 32).to(device)
         return x, x.mean(dim=(1, 2)).unsqueeze(1)
 
-    deadline = time.monotonic() + seconds
-    step = 0
-    while time.monotonic() < deadline:
+    def run(step: int) -> None:
         with xlaprof.step(step):
             x, y = make_batch(step)
             with xlaprof.trace("forward"):
@@ -57,11 +55,24 @@ def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallba
             torch_xla.sync()
             if fallback_every and step % fallback_every == 0:
                 with xlaprof.trace("robust_stats"):
-                    spread = x.median()  # mistake 3: no XLA lowering, runs on the CPU
+                    spread = x.median()  # noqa: F841 - mistake 3: no XLA lowering, runs on the CPU
                     torch_xla.sync()
             if read_every and step % read_every == 0:
                 with xlaprof.trace("log_loss"):
                     losses.append(loss.item())  # mistake 1: a device->host read every step
+
+    return run
+
+
+def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallback_every: int) -> None:
+    import xlaprof
+
+    port = xlaprof.start_server(port)
+    run = demo_step(fixed_shapes, read_every, fallback_every)
+    deadline = time.monotonic() + seconds
+    step = 0
+    while time.monotonic() < deadline:
+        run(step)
         step += 1
         if step == 3:
             print(f"ready {port}", flush=True)

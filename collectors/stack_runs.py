@@ -10,8 +10,9 @@ Contract:
   formats only the frames below the outer part that stayed, and still returns the previous
   ``Stack`` when the text came out equal (so equal stacks are the same object). It holds code
   objects between calls, never a frame.
-- Text is TraceMe-safe: characters at which the profiler's "name#key=value,...#" metadata
-  encoding cuts a value (``, # ' "`` and the openers ``( [ {``) become "?".
+- Text is TraceMe-safe (``safe_text``): characters at which the profiler's
+  "name#key=value,...#" metadata encoding cuts a value (``, # ' "``, and brackets left open)
+  become "?".
 - ``RunWriter(open_event, max_event_s)`` turns a thread's samples ``(time_s, Stack)`` into runs:
   ``open_event(stack)`` opens an event at the first sample of a stack; the event closes
   (``event.__exit__``, as a TraceMe does) at the first sample of another stack, at ``close()``, or once it is
@@ -24,12 +25,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-_UNSAFE = str.maketrans({c: "?" for c in ",#'\"([{"})
+_UNSAFE = str.maketrans({c: "?" for c in ",#'\""})
+_OPENER_OF = {")": "(", "]": "[", "}": "{"}
 
 
 def safe_text(text: str) -> str:
-    """``text`` with the characters that TraceMe metadata cannot carry replaced by "?"."""
-    return text.translate(_UNSAFE)
+    """``text`` with the characters that TraceMe metadata cannot carry replaced by "?": commas,
+    hashes and quotes, and the brackets that open without closing (the profiler's parser keeps
+    a stack of them, and a value that leaves one open swallows the stats after it)."""
+    text = text.translate(_UNSAFE)
+    if "(" not in text and "[" not in text and "{" not in text:
+        return text
+    unclosed: list[tuple[str, int]] = []
+    for i, char in enumerate(text):
+        if char in "([{":
+            unclosed.append((char, i))
+        elif unclosed and _OPENER_OF.get(char) == unclosed[-1][0]:
+            unclosed.pop()
+    if not unclosed:
+        return text
+    chars = list(text)
+    for _, i in unclosed:
+        chars[i] = "?"
+    return "".join(chars)
 
 
 @dataclass(frozen=True)

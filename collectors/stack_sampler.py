@@ -40,6 +40,8 @@ POLL_S = 0.05  # how soon a capture's threads get their emitters
 MAX_EVENT_S = 0.1  # an event is cut (closed and reopened) at this age: what a stopped capture may lose
 MAX_THREADS = 32  # sampled threads per process
 SWITCH_INTERVAL_S = 0.001  # the interpreter's switch interval while emitters run
+LATE_S = 0.0005  # an emitter waking up later than this after its sleep backs off ...
+MAX_BACKOFF_S = 0.008  # ... doubling its period up to this
 OWN_THREAD_PREFIX = "xlaprof"
 _PR_SET_NAME = 15  # prctl option naming the calling thread (Linux)
 _LINUX_THREAD_NAME_BYTES = 15
@@ -132,6 +134,7 @@ class _Emitter(threading.Thread):
 
     def _sample(self, recording, writer: RunWriter) -> None:
         ident, target, reader, period_s = self.target.ident, self.target, StackReader(), self.period_s
+        sleep_s = period_s
         while self.running and recording(vocabulary.USER_SPAN_LEVEL):
             frame = sys._current_frames().get(ident)
             if frame is None or not target.is_alive():
@@ -143,7 +146,13 @@ class _Emitter(threading.Thread):
             else:
                 writer.sample(time.perf_counter(), stack)
             del frame
-            time.sleep(period_s * (0.5 + random.random()))
+            pause_s = sleep_s * (0.5 + random.random())
+            asleep = time.perf_counter()
+            time.sleep(pause_s)
+            # Waking up late means the GIL (or a core) was busy: each sample then costs the busy thread
+            # a switch, so back off until waking up is prompt again.
+            late = time.perf_counter() - asleep - pause_s > LATE_S
+            sleep_s = min(2 * sleep_s, MAX_BACKOFF_S) if late else period_s
 
 
 def _set_switch_interval(sampling: bool) -> None:

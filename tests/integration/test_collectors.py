@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from tests.support.workers import run_python
+from tests.support.workers import SYNC_COUNTS, run_python
 from xlaprof.session import Session
 
 pytestmark = pytest.mark.torch_xla
@@ -73,15 +73,10 @@ def test_spans_steps_and_profile_record_names_sources_and_nesting(tmp_path):
     assert session.workers[0].manifest["metrics"]["snapshots"] >= 2
 
 
-NO_SYNC_SCRIPT = textwrap.dedent('''
+NO_SYNC_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
     import contextlib, json, sys, torch, torch_xla, xlaprof
-    import torch_xla.debug.metrics as met
     dev = torch_xla.device()
     x = torch.randn(16, 16, device=dev)
-
-    def counts():
-        data = met.metric_data("TransferFromDeviceTime")
-        return (data[0] if data else 0), met.counter_value("MarkStep") or 0
 
     def loop(spans):
         span = (lambda name: xlaprof.trace(name)) if spans else (lambda name: contextlib.nullcontext())

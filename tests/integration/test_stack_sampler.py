@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import glob
+import json
 import os
 import textwrap
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.integration.test_collectors import _lines_of, _run_script
 from tests.support.oracle import xprof_trace
+from tests.support.workers import SYNC_COUNTS, run_python
 from xlaprof.session import Session
 from xlaprof.xspace import vocabulary
 
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.torch_xla
 Sample = collections.namedtuple("Sample", "name line_id line_name start_us dur_us stack thread thread_name")
 
 READER_SCRIPT = textwrap.dedent('''
-    import json, sys, threading, torch, torch_xla, xlaprof
+    import json, sys, threading, time, torch, torch_xla, xlaprof
     dev = torch_xla.device()
 
     def read_loss(x):
@@ -35,7 +37,9 @@ READER_SCRIPT = textwrap.dedent('''
         worker = threading.Thread(target=reader, name="reader")
         worker.start()
         worker.join()
-    print(json.dumps({"path": run.path}))
+        time.sleep(0.2)  # the reader has ended, the capture goes on
+        threads_after_exit = sorted(t.name for t in threading.enumerate())
+    print(json.dumps({"path": run.path, "threads_after_exit": threads_after_exit}))
 ''')
 
 
@@ -79,6 +83,11 @@ def test_a_blocking_read_is_sampled_on_its_threads_line(tmp_path):
     for line_id in {s.line_id for s in samples}:
         on_line = sorted((s.start_us, s.start_us + s.dur_us) for s in samples if s.line_id == line_id)
         assert all(end <= next_start + 1e-3 for (_, end), (next_start, _) in zip(on_line, on_line[1:]))
+    # the reader ended mid-capture: its emitter ended too, after closing its last event
+    assert "xlaprof-stack reader" not in run["threads_after_exit"]
+    assert "xlaprof-stack MainThread" in run["threads_after_exit"]
+    last_read_end = max(s.start_us + s.dur_us for s in reader_samples)
+    assert last_read_end < max(s.start_us for s in samples if s.thread_name == "MainThread")
     # the main thread waited in join: sampled too, on its own line
     main = [s for s in samples if s.thread_name == "MainThread"]
     assert main and {s.line_name for s in main} == {"py MainThread"}
@@ -93,3 +102,105 @@ def test_a_blocking_read_is_sampled_on_its_threads_line(tmp_path):
     assert len(shown) == len(reads)
     assert {line_names[(e["pid"], e["tid"])] for e in shown} == {"py reader"}
     assert shown[0]["args"][vocabulary.PY_STACK_STAT] == reads[0].stack
+
+
+def test_a_remote_capture_by_the_cli_holds_the_samples(real_capture_path):
+    """The demo worker (xlaprof.start_server, defaults) captured by ``xlaprof capture``."""
+    import collectors.demo_worker as demo
+
+    plane = Session.load(os.path.dirname(real_capture_path)).workers[0].space.plane(vocabulary.HOST_PLANE)
+    samples = samples_of(plane)
+    with open(demo.__file__) as handle:
+        item_line = next(i for i, line in enumerate(handle, 1) if "losses.append(loss.item())" in line)
+    reads = [s for s in samples if s.name == f"demo_worker.py:{item_line} demo_step.<locals>.run"]
+    assert reads, collections.Counter(s.name for s in samples).most_common(5)
+    (main_line,) = line_ids_of(plane, vocabulary.TRANSFER_FROM_DEVICE)  # the training thread reads
+    assert {(s.thread, s.thread_name, s.line_name) for s in reads} == {(main_line, "MainThread", "py MainThread")}
+    assert all(s.stack.split("\n")[-1] == f"{demo.__file__}:{item_line} demo_step.<locals>.run" for s in reads)
+    # the thread watching stdin is sampled too; xlaprof's own threads are not
+    assert {s.thread_name for s in samples} == {"MainThread", "Thread-1 (_exit_when_stdin_closes)"}
+
+
+NO_SYNC_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
+    import json, sys, torch, torch_xla, xlaprof
+    dev = torch_xla.device()
+    x = torch.randn(64, 64, device=dev)
+
+    def loop():
+        before = counts()
+        for i in range(20):
+            y = (x @ x).relu().sum()
+            torch_xla.sync()
+            if i % 4 == 0:
+                y.item()
+        return [a - b for a, b in zip(counts(), before)]
+
+    loop()  # compiled
+    runs = {}
+    for hz in (0, 10000):
+        with xlaprof.profile(sys.argv[1], name=f"hz{hz}", stack_hz=hz) as run:
+            counted = loop()
+        runs[hz] = {"counts": counted, "path": run.path}
+    print(json.dumps({"no capture": loop(), "runs": runs}))
+''')
+
+
+def test_the_sampler_adds_no_device_transfer_nor_sync_and_is_off_at_0(tmp_path):
+    result = _run_script(tmp_path, "nosync.py", NO_SYNC_SCRIPT)
+    runs = result["runs"]
+    assert result["no capture"] == [5, 20]  # the counters are live
+    assert runs["0"]["counts"] == runs["10000"]["counts"] == result["no capture"]
+    sampled = {hz: samples_of(Session.load(run["path"]).workers[0].space.plane(vocabulary.HOST_PLANE))
+               for hz, run in runs.items()}
+    assert sampled["0"] == [] and len(sampled["10000"]) > 10
+
+
+IDLE_SCRIPT = textwrap.dedent('''
+    import json, logging, sys, threading, time, torch, torch_xla, xlaprof
+    from collectors import stack_runs
+    logging.basicConfig()
+
+    def xlaprof_threads():
+        return sorted(t.name for t in threading.enumerate() if t.name.startswith("xlaprof"))
+
+    def unreadable():  # the sampler fails to read this function's frames
+        time.sleep(0.3)
+
+    def readable():
+        time.sleep(0.3)
+
+    name = stack_runs._name
+    stack_runs._name = lambda code: name(code) if code.co_name != "unreadable" else 1 / 0
+    switch = sys.getswitchinterval()
+    xlaprof.start_server(0)
+    x = torch.randn(8, 8, device=torch_xla.device())
+    for i in range(20):
+        (x * i).sum().item()
+    time.sleep(0.3)
+    idle = {"threads": xlaprof_threads(), "switch": sys.getswitchinterval() == switch}
+    with xlaprof.profile(sys.argv[1]) as run:
+        unreadable()
+        readable()
+        unreadable()
+        recording = {"threads": xlaprof_threads(), "switch": sys.getswitchinterval()}
+    time.sleep(0.3)
+    after = {"threads": xlaprof_threads(), "switch": sys.getswitchinterval() == switch}
+    print(json.dumps({"path": run.path, "idle": idle, "recording": recording, "after": after}))
+''')
+
+
+def test_nothing_samples_while_no_capture_records_and_an_unreadable_sample_is_skipped(tmp_path):
+    script = tmp_path / "idle.py"
+    script.write_text(IDLE_SCRIPT)
+    result = run_python(f"import runpy, sys; sys.argv = ['idle.py', {str(tmp_path / 'logs')!r}]; "
+                        f"runpy.run_path({str(script)!r}, run_name='__main__')")
+    assert result.returncode == 0, result.stderr[-2000:]
+    run = json.loads(result.stdout.strip().splitlines()[-1])
+    assert run["idle"] == {"threads": ["xlaprof-metrics", "xlaprof-stacks"], "switch": True}
+    assert run["recording"] == {"threads": ["xlaprof-metrics", "xlaprof-stack MainThread", "xlaprof-stacks"],
+                                "switch": 0.001}
+    assert run["after"] == run["idle"]
+    assert result.stderr.count("skipped a sample it could not read") == 1
+    samples = samples_of(Session.load(run["path"]).workers[0].space.plane(vocabulary.HOST_PLANE))
+    assert not any("unreadable" in s.stack for s in samples)
+    assert any(s.stack.endswith(f"{script}:{_lines_of(IDLE_SCRIPT, 'def readable') + 1} readable") for s in samples)

@@ -3,6 +3,8 @@
 Contract: ``DemoWorker(*args)`` starts ``collectors.demo_worker`` on the CPU XLA device on a
 free port (``.port``) and waits until it is training; ``.stop()`` ends it. ``run_cli(*args)``
 runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
+``SYNC_COUNTS`` is worker-script source defining ``counts()``: the (TransferFromDevice, MarkStep)
+counts so far, for the tests that check instrumentation adds neither.
 """
 from __future__ import annotations
 
@@ -13,6 +15,13 @@ import sys
 from collectors.demo import start_worker, stop_worker, wait_ready
 from collectors.server import free_port
 
+SYNC_COUNTS = """
+import torch_xla.debug.metrics as met
+
+def counts():
+    data = met.metric_data("TransferFromDeviceTime")
+    return (data[0] if data else 0), met.counter_value("MarkStep") or 0
+"""
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

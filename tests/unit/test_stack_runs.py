@@ -75,8 +75,12 @@ def test_a_reader_holds_no_frame():
 
 
 def test_text_that_would_cut_the_profilers_metadata_is_replaced():
-    assert safe_text("/a,b/#c/'d\"/(e[f{g.py:1 h") == "/a?b/?c/?d?/?e?f?g.py:1 h"
-    assert safe_text("/ok/<lambda>).py:3 f") == "/ok/<lambda>).py:3 f"
+    assert safe_text("/a,b/#c/'d\"/e.py:1 h") == "/a?b/?c/?d?/e.py:1 h"
+    assert safe_text("Thread-1 (run) [x] {y} <lambda>)]}") == "Thread-1 (run) [x] {y} <lambda>)]}"
+    # brackets left open would swallow the stats after the value: only those go
+    assert safe_text("a(b[c)d") == "a?b?c)d"
+    assert safe_text("(a[b]c") == "?a[b]c"
+    assert safe_text("{[}]") == "?[}]"
 
 
 class Recorder:

@@ -1,0 +1,195 @@
+"""Step time while a capture records with the Python stack sampler on vs off vs no capture.
+
+Two workloads on the CPU XLA device, each in its own process: ``demo`` (the demo's training
+step, collectors/demo_worker.py, fixed shapes, a ``loss.item()`` every step) and ``python`` (a
+Python-heavy step: many small ops, one sync). Each run warms the step up, then times blocks of
+steps under three conditions, interleaved so that drift and other load hit all of them alike:
+no capture (the sampler idle), an in-process capture with ``stack_hz=0``, and one at
+``--hz`` (default 1000). Per condition it reports the median step time over the blocks; the
+overhead is capture-on vs capture-off. It also reports what the samples add to the capture
+(bytes per second of capture: file size per second with the sampler on minus off), and the
+samples per second the main thread actually got. ``--runs N`` repeats each workload in N
+fresh processes and reports the median of the runs. Run from the repo root:
+
+    .venv/bin/python bench/bench_stack_sampler.py [--runs 3] [--hz 1000] [--switch-interval-ms 5] [--backoff-ms 1]
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+WORKLOADS = ("demo", "python")
+CONDITIONS = ("no capture", "capture, stack_hz=0", "capture, sampler on")
+
+
+def python_heavy_step():
+    """Many small ops traced per step (the interpreter and the lazy tensor machinery busy), one sync."""
+    import torch
+    import torch_xla
+
+    import xlaprof
+
+    device = torch_xla.device()
+    weights = [torch.randn(8, 8, device=device) for _ in range(4)]
+
+    def run(step: int) -> None:
+        with xlaprof.step(step):
+            x = torch.ones(8, 8, device=device)
+            for i in range(100):
+                x = torch.tanh(x @ weights[i % 4] + 0.1) * 0.5
+            torch_xla.sync()
+
+    return run
+
+
+def _step_of(workload: str):
+    if workload == "demo":
+        from collectors.demo_worker import demo_step
+
+        return demo_step(fixed_shapes=True, read_every=1)
+    return python_heavy_step()
+
+
+def sample_bytes(path: str) -> int:
+    """Bytes of a capture file taken by the stack samples: the emitter lines and their event names."""
+    from xlaprof.xspace import vocabulary
+    from xlaprof.xspace.schema import XSpace
+
+    space = XSpace()
+    with open(path, "rb") as handle:
+        space.ParseFromString(handle.read())
+    (plane,) = [p for p in space.planes if p.name == vocabulary.HOST_PLANE]
+    lines = [line for line in plane.lines if line.name.startswith(vocabulary.STACK_LINE_PREFIX)]
+    names = {event.metadata_id for line in lines for event in line.events}
+    return (sum(line.ByteSize() + 4 for line in lines)
+            + sum(plane.event_metadata[i].ByteSize() + 8 for i in names))
+
+
+class _CountingReader:
+    """Counts the samples read from the main thread (the bench's view of the achieved rate)."""
+
+    main_samples = 0
+
+    def __init__(self, reader_class) -> None:
+        self._reader = reader_class()
+        self._main = None
+
+    def read(self, frame):
+        if self._main is None:
+            self._main = threading.current_thread().name.endswith(" MainThread")
+        if self._main:
+            _CountingReader.main_samples += 1
+        return self._reader.read(frame)
+
+
+def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms: float | None,
+          backoff_ms: float | None) -> dict:
+    import xlaprof
+    from collectors import stack_sampler
+
+    if switch_interval_ms is not None:
+        stack_sampler.SWITCH_INTERVAL_S = switch_interval_ms / 1000
+    if backoff_ms is not None:
+        stack_sampler.MAX_BACKOFF_S = backoff_ms / 1000
+    reader_class = stack_sampler.StackReader
+    stack_sampler.StackReader = lambda: _CountingReader(reader_class)
+    step = _step_of(workload)
+    for i in range(10):  # compiles, caches
+        step(i)
+    step_s = {c: [] for c in CONDITIONS}
+    bytes_per_s = {c: [] for c in CONDITIONS[1:]}
+    main_rate = []
+    n = 10
+    with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as logdir:
+        for block in range(blocks):
+            for k in range(len(CONDITIONS)):
+                condition = CONDITIONS[(block + k) % len(CONDITIONS)]
+                times = []
+                counted = _CountingReader.main_samples
+                started = time.perf_counter()
+                with (xlaprof.profile(logdir, stack_hz=0 if condition == CONDITIONS[1] else hz)
+                      if condition != CONDITIONS[0] else _no_capture()) as run:
+                    started = time.perf_counter()
+                    for _ in range(steps):
+                        t0 = time.perf_counter()
+                        step(n)
+                        times.append(time.perf_counter() - t0)
+                        n += 1
+                    recorded_s = time.perf_counter() - started
+                step_s[condition].append(statistics.median(times))
+                if run is not None:
+                    (path,) = glob.glob(os.path.join(run.path, "*.xplane.pb"))
+                    bytes_per_s[condition].append(sample_bytes(path) / recorded_s)
+                if condition == CONDITIONS[2]:
+                    main_rate.append((_CountingReader.main_samples - counted) / recorded_s)
+    return {"step_ms": {c: statistics.median(v) * 1e3 for c, v in step_s.items()},
+            "bytes_per_s": {c: statistics.median(v) for c, v in bytes_per_s.items()},
+            "main_samples_per_s": statistics.median(main_rate)}
+
+
+class _no_capture:  # noqa: N801 - stands in for xlaprof.profile
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", choices=WORKLOADS, action="append", help="default: both")
+    parser.add_argument("--runs", type=int, default=3, help="fresh processes per workload (default 3)")
+    parser.add_argument("--hz", type=float, default=1000, help="the sampler's rate when on (default 1000)")
+    parser.add_argument("--steps", type=int, default=40, help="steps per block (default 40)")
+    parser.add_argument("--blocks", type=int, default=6, help="blocks per condition and run (default 6)")
+    parser.add_argument("--switch-interval-ms", type=float, default=None,
+                        help="the interpreter's switch interval while sampling (default: the sampler's own)")
+    parser.add_argument("--backoff-ms", type=float, default=None,
+                        help="the longest period an emitter backs off to when the GIL is busy "
+                             "(default: the sampler's own; 1000/hz: no back-off)")
+    parser.add_argument("--child", choices=WORKLOADS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.hz, args.steps, args.blocks, args.switch_interval_ms,
+                               args.backoff_ms)))
+        return
+    forwarded = ["--hz", str(args.hz), "--steps", str(args.steps), "--blocks", str(args.blocks)]
+    for flag, value in (("--switch-interval-ms", args.switch_interval_ms), ("--backoff-ms", args.backoff_ms)):
+        if value is not None:
+            forwarded += [flag, str(value)]
+    print(f"stack_hz={args.hz:g}, {args.runs} runs x {args.blocks} blocks x {args.steps} steps per condition"
+          + (f", switch interval {args.switch_interval_ms:g} ms" if args.switch_interval_ms is not None else "")
+          + (f", back-off up to {args.backoff_ms:g} ms" if args.backoff_ms is not None else ""))
+    for workload in args.workload or WORKLOADS:
+        runs = []
+        for _ in range(args.runs):
+            result = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", workload, *forwarded],
+                                    capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PJRT_DEVICE="CPU"))
+            if result.returncode != 0:
+                sys.exit(f"{workload}: the benchmark process failed:\n{result.stderr[-2000:]}")
+            runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
+        step = {c: statistics.median(r["step_ms"][c] for r in runs) for c in CONDITIONS}
+        overheads = [r["step_ms"][CONDITIONS[2]] / r["step_ms"][CONDITIONS[1]] - 1 for r in runs]
+        sample_bytes = [r["bytes_per_s"][CONDITIONS[2]] for r in runs]
+        print(f"\n{workload}: median step time (ms)  " + "  ".join(f"{c}: {step[c]:.3f}" for c in CONDITIONS))
+        print(f"  sampler overhead (on vs off, median of runs): {100 * statistics.median(overheads):+.1f}% "
+              f"(runs: {', '.join(f'{100 * o:+.1f}%' for o in overheads)})")
+        print(f"  capture off vs no capture: {100 * (step[CONDITIONS[1]] / step[CONDITIONS[0]] - 1):+.1f}%")
+        print(f"  samples add {statistics.median(sample_bytes) / 1e3:.1f} kB per second of capture; "
+              f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s")
+
+
+if __name__ == "__main__":
+    main()
