@@ -3,19 +3,27 @@
 Two workloads on the CPU XLA device, each in its own process: ``demo`` (the demo's training
 step, collectors/demo_worker.py, fixed shapes, a ``loss.item()`` every step) and ``python`` (a
 Python-heavy step: many small ops, one sync). Each run warms the step up, then times blocks of
-steps under three conditions, interleaved so that drift and other load hit all of them alike:
-no capture (the sampler idle), an in-process capture with ``stack_hz=0``, and one at
-``--hz`` (default 1000). Per condition it reports the median step time over the blocks; the
-overhead is capture-on vs capture-off. It also reports what the samples add to the capture
-(bytes per second of capture: file size per second with the sampler on minus off), and the
-samples per second the main thread actually got. ``--runs N`` repeats each workload in N
-fresh processes and reports the median of the runs. Run from the repo root:
+steps under four conditions, interleaved so that drift and other load hit all of them alike:
+- ``none``: no capture (the sampler idle);
+- ``off``: an in-process capture with ``stack_hz=0``;
+- ``off+tick``: the same plus a Python thread that only sleeps 1 ms in a loop, as an emitter
+  does. On a virtual machine a thread waking up every millisecond can itself make a step that
+  waits on other threads faster (its idle vCPU is not parked), which would hide the sampler's
+  cost: ``on`` vs ``off+tick`` is the sampler's own cost;
+- ``on``: a capture at ``--hz`` (default 1000).
+Per condition it reports the median step time over the blocks, and the main thread's CPU time
+per step (less sensitive to other load on the machine than wall time); what the samples add to
+the capture (bytes per second of capture: the size of the emitter lines in the capture file),
+the samples per second the main thread actually got, and the CPU the emitter threads used.
+``--runs N`` repeats each workload in N fresh processes and reports the median of the runs. Run
+from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 3] [--hz 1000] [--switch-interval-ms 5] [--backoff-ms 1]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -31,7 +39,8 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 WORKLOADS = ("demo", "python")
-CONDITIONS = ("no capture", "capture, stack_hz=0", "capture, sampler on")
+NONE, OFF, TICK, ON = "none", "off", "off+tick", "on"
+CONDITIONS = (NONE, OFF, TICK, ON)
 
 
 def python_heavy_step():
@@ -77,6 +86,21 @@ def sample_bytes(path: str) -> int:
             + sum(plane.event_metadata[i].ByteSize() + 8 for i in names))
 
 
+def sampler_cpu_s() -> float:
+    """CPU seconds used so far by this process's emitter threads (named "py ...", Linux)."""
+    from xlaprof.xspace import vocabulary
+
+    total = 0.0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm, open(f"/proc/self/task/{task}/schedstat") as stat:
+                if comm.read().startswith(vocabulary.STACK_LINE_PREFIX):
+                    total += int(stat.read().split()[0]) * 1e-9  # ns on the CPU
+        except FileNotFoundError:  # a thread that just ended
+            continue
+    return total
+
+
 class _CountingReader:
     """Counts the samples read from the main thread (the bench's view of the achieved rate)."""
 
@@ -96,7 +120,6 @@ class _CountingReader:
 
 def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms: float | None,
           backoff_ms: float | None) -> dict:
-    import xlaprof
     from collectors import stack_sampler
 
     if switch_interval_ms is not None:
@@ -108,43 +131,62 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
     step = _step_of(workload)
     for i in range(10):  # compiles, caches
         step(i)
-    step_s = {c: [] for c in CONDITIONS}
-    bytes_per_s = {c: [] for c in CONDITIONS[1:]}
-    main_rate = []
+    step_s, cpu_s = {c: [] for c in CONDITIONS}, {c: [] for c in CONDITIONS}
+    bytes_per_s, main_rate, sampler_cpu = [], [], []
     n = 10
     with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as logdir:
         for block in range(blocks):
             for k in range(len(CONDITIONS)):
                 condition = CONDITIONS[(block + k) % len(CONDITIONS)]
-                times = []
+                times, cpu = [], []
                 counted = _CountingReader.main_samples
-                started = time.perf_counter()
-                with (xlaprof.profile(logdir, stack_hz=0 if condition == CONDITIONS[1] else hz)
-                      if condition != CONDITIONS[0] else _no_capture()) as run:
+                with _condition(condition, logdir, hz) as run:
                     started = time.perf_counter()
                     for _ in range(steps):
-                        t0 = time.perf_counter()
+                        t0, c0 = time.perf_counter(), time.thread_time()
                         step(n)
                         times.append(time.perf_counter() - t0)
+                        cpu.append(time.thread_time() - c0)
                         n += 1
                     recorded_s = time.perf_counter() - started
+                    if condition == ON:
+                        sampler_cpu.append(sampler_cpu_s() / recorded_s)
                 step_s[condition].append(statistics.median(times))
-                if run is not None:
+                cpu_s[condition].append(statistics.median(cpu))
+                if condition == ON:
                     (path,) = glob.glob(os.path.join(run.path, "*.xplane.pb"))
-                    bytes_per_s[condition].append(sample_bytes(path) / recorded_s)
-                if condition == CONDITIONS[2]:
+                    bytes_per_s.append(sample_bytes(path) / recorded_s)
                     main_rate.append((_CountingReader.main_samples - counted) / recorded_s)
     return {"step_ms": {c: statistics.median(v) * 1e3 for c, v in step_s.items()},
-            "bytes_per_s": {c: statistics.median(v) for c, v in bytes_per_s.items()},
-            "main_samples_per_s": statistics.median(main_rate)}
+            "cpu_ms": {c: statistics.median(v) * 1e3 for c, v in cpu_s.items()},
+            "bytes_per_s": statistics.median(bytes_per_s), "main_samples_per_s": statistics.median(main_rate),
+            "sampler_cpu": statistics.median(sampler_cpu)}
 
 
-class _no_capture:  # noqa: N801 - stands in for xlaprof.profile
-    def __enter__(self):
-        return None
+@contextlib.contextmanager
+def _condition(condition: str, logdir: str, hz: float):
+    """The capture (or none) of one condition, with the ticking thread of ``off+tick``."""
+    import xlaprof
 
-    def __exit__(self, *exc) -> None:
-        return None
+    if condition == NONE:
+        yield None
+        return
+    ticking = threading.Event()
+    if condition == TICK:
+        ticking.set()
+        ticker = threading.Thread(target=lambda: [time.sleep(0.001) for _ in iter(ticking.is_set, False)])
+        ticker.start()
+    try:
+        with xlaprof.profile(logdir, stack_hz=hz if condition == ON else 0) as run:
+            yield run
+    finally:
+        if ticking.is_set():
+            ticking.clear()
+            ticker.join()
+
+
+def _percent(ratio: float) -> str:
+    return f"{100 * (ratio - 1):+.1f}%"
 
 
 def main() -> None:
@@ -181,15 +223,18 @@ def main() -> None:
                 sys.exit(f"{workload}: the benchmark process failed:\n{result.stderr[-2000:]}")
             runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
         step = {c: statistics.median(r["step_ms"][c] for r in runs) for c in CONDITIONS}
-        overheads = [r["step_ms"][CONDITIONS[2]] / r["step_ms"][CONDITIONS[1]] - 1 for r in runs]
-        sample_bytes = [r["bytes_per_s"][CONDITIONS[2]] for r in runs]
-        print(f"\n{workload}: median step time (ms)  " + "  ".join(f"{c}: {step[c]:.3f}" for c in CONDITIONS))
-        print(f"  sampler overhead (on vs off, median of runs): {100 * statistics.median(overheads):+.1f}% "
-              f"(runs: {', '.join(f'{100 * o:+.1f}%' for o in overheads)})")
-        print(f"  capture off vs no capture: {100 * (step[CONDITIONS[1]] / step[CONDITIONS[0]] - 1):+.1f}%")
-        print(f"  samples add {statistics.median(sample_bytes) / 1e3:.1f} kB per second of capture; "
-              f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s")
-
+        cpu = {c: statistics.median(r["cpu_ms"][c] for r in runs) for c in CONDITIONS}
+        print(f"\n{workload}: median step time ms   " + "  ".join(f"{c}: {step[c]:.3f}" for c in CONDITIONS))
+        print(f"  main thread CPU per step ms  " + "  ".join(f"{c}: {cpu[c]:.3f}" for c in CONDITIONS))
+        for label, base in (("on vs off+tick (the sampler's own cost)", TICK), ("on vs off", OFF)):
+            ratios = [r["step_ms"][ON] / r["step_ms"][base] for r in runs]
+            print(f"  {label}: step time {_percent(statistics.median(ratios))} "
+                  f"(runs: {', '.join(_percent(x) for x in ratios)}), "
+                  f"main thread CPU {_percent(cpu[ON] / cpu[base])}")
+        print(f"  capture off vs no capture: step time {_percent(step[OFF] / step[NONE])}")
+        print(f"  samples add {statistics.median(r['bytes_per_s'] for r in runs) / 1e3:.1f} kB per second of capture; "
+              f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s; "
+              f"the sampler's threads used {100 * statistics.median(r['sampler_cpu'] for r in runs):.1f}% of a core")
 
 if __name__ == "__main__":
     main()
