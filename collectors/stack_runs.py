@@ -56,8 +56,21 @@ class Stack:
     label: str  # the innermost frame, "file.py:line function"
 
 
-def _name(code) -> str:
-    return getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+_MAX_CODES = 20_000  # code objects whose texts are kept (a process that makes code without end starts over)
+_code_texts: dict = {}  # code -> ("path:", " function", "file.py:"), TraceMe-safe
+
+
+def _texts_of(code) -> tuple[str, str, str]:
+    """The parts of a frame's text that depend on its code only, made safe once per code object
+    (safe parts stay safe joined: none leaves a bracket open)."""
+    texts = _code_texts.get(code)
+    if texts is None:
+        if len(_code_texts) >= _MAX_CODES:
+            _code_texts.clear()
+        name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
+        texts = _code_texts[code] = (safe_text(code.co_filename) + ":", " " + safe_text(name),
+                                     safe_text(os.path.basename(code.co_filename)) + ":")
+    return texts
 
 
 class StackReader:
@@ -84,14 +97,13 @@ class StackReader:
             kept += 1
         lines = self._lines[:kept]
         for f in reversed(frames[:len(frames) - kept]):
-            code = f.f_code
-            lines.append(safe_text(f"{code.co_filename}:{f.f_lineno or 0} {_name(code)}"))
+            path, name, _ = _texts_of(f.f_code)
+            lines.append(f"{path}{f.f_lineno or 0}{name}")
         self._keys, self._lines = keys, lines
         text = "\n".join(lines)
         if self._stack is None or text != self._stack.text:
-            code = frames[0].f_code
-            self._stack = Stack(text, safe_text(f"{os.path.basename(code.co_filename)}:{frames[0].f_lineno or 0} "
-                                                f"{_name(code)}"))
+            _, name, file = _texts_of(frames[0].f_code)
+            self._stack = Stack(text, f"{file}{frames[0].f_lineno or 0}{name}")
         return self._stack
 
 

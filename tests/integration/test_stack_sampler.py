@@ -169,8 +169,8 @@ IDLE_SCRIPT = textwrap.dedent('''
     def readable():
         time.sleep(0.3)
 
-    name = stack_runs._name
-    stack_runs._name = lambda code: name(code) if code.co_name != "unreadable" else 1 / 0
+    texts = stack_runs._texts_of
+    stack_runs._texts_of = lambda code: texts(code) if code.co_name != "unreadable" else 1 / 0
     switch = sys.getswitchinterval()
     xlaprof.start_server(0)
     x = torch.randn(8, 8, device=torch_xla.device())
