@@ -92,6 +92,9 @@ def test_a_blocking_read_is_sampled_on_its_threads_line(tmp_path):
     main = [s for s in samples if s.thread_name == "MainThread"]
     assert main and {s.line_name for s in main} == {"py MainThread"}
     assert any(f"{script}:{_lines_of(READER_SCRIPT, 'worker.join()')} <module>" in s.stack for s in main)
+    # profile() closed the open events before it stopped recording: the whole last sleep is there
+    sleep_frame = f"{script}:{_lines_of(READER_SCRIPT, 'time.sleep(0.2)')} <module>"
+    assert sum(s.dur_us for s in main if s.stack.endswith(sleep_frame)) > 0.18e6
 
     # xprof's trace viewer shows each sampled thread as a line named "py <thread>" of readable events
     (path,) = glob.glob(os.path.join(run["path"], "*.xplane.pb"))
