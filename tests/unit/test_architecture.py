@@ -23,7 +23,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("xlaprof", "collectors", "dashboard")
-CORE = ("xlaprof.errors", "xlaprof.units", "xlaprof.progress")
+CORE = ("xlaprof.errors", "xlaprof.units", "xlaprof.progress", "xlaprof.framework_files")
 
 # The project modules each package may import: by prefix, or exactly where written "=name".
 # A package may always import itself.
@@ -31,9 +31,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "xlaprof.errors": (),
     "xlaprof.units": (),
     "xlaprof.progress": (),
+    "xlaprof.framework_files": (),
     "xlaprof.xspace": ("xlaprof.errors",),
     "xlaprof.session": ("xlaprof.errors", "xlaprof.progress", "xlaprof.xspace"),
-    "xlaprof.hlo": ("xlaprof.errors", "xlaprof.xspace"),
+    "xlaprof.hlo": ("xlaprof.errors", "xlaprof.xspace", "xlaprof.framework_files"),
     "xlaprof.analysis": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session"),
     "xlaprof.report": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
     "collectors": CORE + ("xlaprof.xspace", "xlaprof.session", "=xlaprof.__version__"),

@@ -8,7 +8,8 @@ from tests.support.hlo_builder import ModuleBuilder, mlp_module
 from tests.support.synthetic import StepProgram, TrainingShape, XSpaceBuilder, training_capture, write_session
 from xlaprof.analysis import analyze
 from xlaprof.hlo import HloDecodeError, hlo_modules, module_name, parse_module, program_of
-from xlaprof.hlo.source import Frames, is_framework_file
+from xlaprof.framework_files import is_framework_file
+from xlaprof.hlo.source import Frames
 from xlaprof.hlo.text import instruction_text
 from xlaprof.session import Session
 from xlaprof.xspace import schema as xspace_schema
@@ -102,6 +103,9 @@ def test_framework_files_and_user_frames():
     assert is_framework_file("/usr/lib/python3.11/contextlib.py")
     assert not is_framework_file("/venv/lib/python3.11/site-packages/diffusers/schedulers/x.py")
     assert not is_framework_file("/home/me/train.py")
+    assert not is_framework_file("/home/me/xlaprof/train.py")  # a checkout named like us is the user's
+    assert is_framework_file("/repo/collectors/spans.py") and is_framework_file("<frozen runpy>")
+    assert not is_framework_file("/repo/collectors/demo_worker.py")  # the demo plays the user
     # A frame index whose parents loop back is followed once, not forever.
     builder = ModuleBuilder("m", 1)
     builder.parameter(0, "f32", (2,), source="train.py:3")

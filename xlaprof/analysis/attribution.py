@@ -16,6 +16,13 @@ add up to its idle time. The rules:
 3. Each piece names the innermost user span active on the host where its cause happened: the
    span around the compile or transfer event, or for tracing and unattributed time the span
    open on that thread (the training loop's thread) when the piece starts.
+4. Each piece names the Python stack of the thread doing that host work (where the worker's
+   sampler recorded stacks): for a compile or transfer, the thread's stack in the middle of the
+   event (for a read, at its end: inside the reading call); for tracing, at the piece's middle
+   on the tracing thread; for unattributed time, on the training loop's thread.
+A blocking read here is the whole Python call that reads (``HostActivity.transfers_from_device``):
+the forced early run of a partial graph, its tracing, sync and barrier wait belong to the read,
+since without the read that partial graph would not run apart.
 """
 from __future__ import annotations
 
@@ -51,6 +58,7 @@ class GapPieces:
     dur_us: np.ndarray  # float64
     cause: np.ndarray  # int8: index into CAUSES
     span: np.ndarray  # int64: index into the worker's SpanIndex, -1 where none
+    stack: np.ndarray  # int64: index into the worker's StackSamples.stacks, -1 where none
 
     def __len__(self) -> int:
         return int(self.start_us.size)
@@ -59,9 +67,10 @@ class GapPieces:
     def concat(parts: list[GapPieces]) -> GapPieces:
         if not parts:
             z = np.zeros(0)
-            return GapPieces(np.zeros(0, np.int32), z, z, np.zeros(0, np.int8), np.zeros(0, np.int64))
+            return GapPieces(np.zeros(0, np.int32), z, z, np.zeros(0, np.int8), np.zeros(0, np.int64),
+                             np.zeros(0, np.int64))
         return GapPieces(*(np.concatenate([getattr(p, f) for p in parts]) for f in
-                           ("device", "start_us", "dur_us", "cause", "span")))
+                           ("device", "start_us", "dur_us", "cause", "span", "stack")))
 
     def idle_by_cause(self) -> dict[str, float]:
         sums = np.bincount(self.cause.astype(np.int64), weights=self.dur_us, minlength=len(CAUSES))
@@ -128,8 +137,9 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     start, end = left[first], right[last]
     piece_gap, piece_cause = gap[first], state[first]
 
-    span = _name_pieces(host, start, piece_cause, piece_gap, read_of_gap)
-    return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span)
+    span, line, when = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
+    stack = host.stacks.at(line, when) if len(host.stacks) else np.full(start.size, -1, np.int64)
+    return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span, stack)
 
 
 def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray):
@@ -143,8 +153,9 @@ def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray):
     return read_of_gap, g0[hit], g0[hit] + share
 
 
-def _name_pieces(host: HostActivity, start: np.ndarray, cause: np.ndarray, gap: np.ndarray,
-                 read_of_gap: np.ndarray) -> np.ndarray:
+def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: np.ndarray, gap: np.ndarray,
+                 read_of_gap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per piece: its span (rule 3), and the host line and time whose stack names it (rule 4)."""
     by_code: dict[int, EventSet] = {
         CODE[Cause.COMPILE]: host.compiles,
         CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
@@ -152,6 +163,8 @@ def _name_pieces(host: HostActivity, start: np.ndarray, cause: np.ndarray, gap: 
         CODE[Cause.HOST_TRACING]: host.tracing,
     }
     span = np.full(start.size, -1, np.int64)
+    line = np.full(start.size, host.main_line, np.int64)
+    when = (start + end) / 2
     named = np.zeros(start.size, bool)
     for code, events in by_code.items():
         pick = np.flatnonzero(cause == code)
@@ -161,9 +174,16 @@ def _name_pieces(host: HostActivity, start: np.ndarray, cause: np.ndarray, gap: 
             j[missing] = read_of_gap[gap[pick[missing]]]  # rule 2: idle time charged past the read's end
         pick, j = pick[j >= 0], j[j >= 0]
         # The span around the causing event; for tracing, the span open at this moment.
-        when = start[pick] if code == CODE[Cause.HOST_TRACING] else events.start[j]
-        span[pick] = host.spans_at(events.line[j].astype(np.int64), when)
+        at = start[pick] if code == CODE[Cause.HOST_TRACING] else events.start[j]
+        if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
+            at = events.end[j] - 1e-3  # the read call may begin before the span that reads
+        span[pick] = host.spans_at(events.line[j].astype(np.int64), at)
         named[pick] = True
+        line[pick] = events.line[j]
+        if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
+            when[pick] = at
+        elif code != CODE[Cause.HOST_TRACING]:
+            when[pick] = (events.start[j] + events.end[j]) / 2
     rest = np.flatnonzero(~named)
     span[rest] = host.spans_at(np.full(rest.size, -1, np.int64), start[rest])
-    return span
+    return span, line, when

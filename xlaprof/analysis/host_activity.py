@@ -1,14 +1,20 @@
 """What the host was doing: transfers, compiles, graph tracing and user spans, from the host plane.
 
 Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tables:
-- ``transfers_from_device``: each TransferFromDevice, its interval extended back over the
-  ``TensorCollectionBarrier`` that immediately precedes it on the same thread: a blocking read
-  (``.item()``, ``print(t)``) first waits there for the device's pending work, then transfers.
-  ``EventSet.rows`` still name the transfer events themselves.
+- ``transfers_from_device``: each blocking read (``.item()``, ``print(t)``, ``nonzero``) as the
+  whole Python call that reads the value: its TransferFromDevice extended back to where the call
+  began, so the call's forced early run of a partial graph (its tracing, sync and barrier wait)
+  belongs to the read that forced it. Where the sampler recorded the thread's stacks, the call
+  began when the run of samples holding the read began (the same Python line, nothing deeper);
+  without stacks, at the start of the chain of runtime events (tracing, barrier) before the
+  transfer on its thread, each within ``READ_JOIN_US`` of the next. ``EventSet.rows`` still name
+  the transfer events themselves.
 - ``transfers_to_device``, ``compiles`` (graph-level ``XLAGraphExecutor::Compile`` with its
   ``graph_hash``; the backend compile where no graph-level event exists), ``tracing`` (the lazy
   tensor machinery and the user's spans: the host running the step's Python).
 - ``spans``: the user spans (``SpanIndex``) and ``main_line``, the training loop's thread.
+- ``stacks``: the Python stacks the worker's sampler recorded (``StackSamples``; empty for a worker
+  without the sampler), ``python_lines``: the host lines of Python threads.
 """
 from __future__ import annotations
 
@@ -16,13 +22,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from xlaprof.analysis.python_stacks import StackSamples
 from xlaprof.analysis.span_index import SpanIndex
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane
 from xlaprof.xspace.reader import XSpaceData
 
-# A barrier counts as part of a blocking read when the transfer starts this soon after it ends.
-BARRIER_JOIN_US = 50.0
+# Without stacks, the runtime events before a transfer belong to its read call when each starts this
+# soon after the previous one ends (measured on torch_xla 2.9 CPU: gaps of 5-110 us inside one call).
+READ_JOIN_US = 200.0
 
 
 @dataclass
@@ -87,27 +95,42 @@ class HostActivity:
     tracing: EventSet
     spans: SpanIndex
     main_line: int
+    stacks: StackSamples = field(default_factory=StackSamples.empty)
+    python_lines: frozenset[int] = frozenset()
 
     @staticmethod
     def from_space(space: XSpaceData) -> HostActivity:
         plane = space.plane(vocabulary.HOST_PLANE)
-        spans = SpanIndex.from_plane(plane)
         if plane is None:
             empty = EventSet.of(None, np.zeros(0, np.int64))
-            return HostActivity(None, empty, empty, empty, [], empty, spans, -1)
-        tfd = _blocking_reads(plane, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_FROM_DEVICE)))
+            return HostActivity(None, empty, empty, empty, [], empty, SpanIndex.from_plane(None), -1)
+        runtime_rows = plane.rows_named(vocabulary.TRACING)
+        tfd_rows = plane.rows_named(vocabulary.TRANSFER_FROM_DEVICE)
+        marked = np.array(sorted(set(plane.stats.column(vocabulary.SOURCE_STAT))
+                                 | set(plane.stats.column(vocabulary.STEP_NUM_STAT))), np.int64)
+        python_rows = np.concatenate((runtime_rows, tfd_rows, marked))
+        busiest = int(np.bincount(plane.events.line[python_rows]).argmax()) if python_rows.size else -1
+        stacks = StackSamples.from_plane(plane, busiest)
+        emitters = set(plane.line_ids_where(lambda name: name.startswith(vocabulary.STACK_LINE_PREFIX)).tolist())
+        python_lines = frozenset(set(np.unique(plane.events.line[python_rows]).tolist())
+                                 | set(stacks.sampled_lines)) - emitters
+        spans = SpanIndex.from_plane(plane, python_lines)
+        main_line = spans.busiest_line()
+        if main_line < 0:
+            main_line = busiest
+        boundary_rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
+        chain = EventSet.of(plane, np.setdiff1d(runtime_rows, boundary_rows))
+        tfd = _read_calls(EventSet.of(plane, tfd_rows), chain, EventSet.of(plane, boundary_rows), stacks)
         compile_rows = plane.rows_named(vocabulary.GRAPH_COMPILE)
         if compile_rows.size == 0:
             compile_rows = plane.rows_named(vocabulary.BACKEND_COMPILE)
         compiles = EventSet.of(plane, compile_rows)
         hashes = plane.stats.column(vocabulary.GRAPH_HASH_STAT)
         compile_hashes = [_hash(hashes.get(int(r))) for r in compiles.rows]
-        span_rows = np.unique(np.concatenate((plane.rows_named(vocabulary.TRACING), spans.rows)))
-        main_line = spans.busiest_line()
-        if main_line < 0 and len(tfd):
-            main_line = int(np.bincount(tfd.line).argmax())
+        span_rows = np.union1d(runtime_rows, spans.rows)
         return HostActivity(plane, tfd, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE)),
-                            compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line)
+                            compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
+                            stacks, python_lines)
 
     def span_at(self, line: int, t: float) -> int:
         """The innermost user span at ``t`` on ``line`` (the main line when ``line`` < 0)."""
@@ -118,21 +141,36 @@ class HostActivity:
         return self.spans.innermost_all(np.where(lines >= 0, lines, self.main_line), times)
 
 
-def _blocking_reads(plane: Plane, tfd: EventSet) -> EventSet:
-    barriers = EventSet.of(plane, plane.rows_named(vocabulary.SYNC_BARRIER))
-    if not len(tfd) or not len(barriers):
-        return tfd
-    start = tfd.start.copy()
-    # The barrier ending last before each transfer starts, on the same thread.
-    ends_order = np.argsort(barriers.end, kind="stable")
-    b_end, b_start, b_line = barriers.end[ends_order], barriers.start[ends_order], barriers.line[ends_order]
-    idx = np.searchsorted(b_end, tfd.start, side="right") - 1
-    for i, j in enumerate(idx):
-        while j >= 0 and b_line[j] != tfd.line[i] and tfd.start[i] - b_end[j] <= BARRIER_JOIN_US:
-            j -= 1
-        if j >= 0 and b_line[j] == tfd.line[i] and tfd.start[i] - b_end[j] <= BARRIER_JOIN_US:
-            start[i] = min(start[i], b_start[j])
-    return EventSet(tfd.rows, start, tfd.end, tfd.line)
+def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet, stacks: StackSamples) -> EventSet:
+    """Each read extended back to the start of the Python call that made it (see the contract). A
+    chain of runtime events never reaches back over a step boundary (an explicit sync)."""
+    if not len(reads):
+        return reads
+    start = reads.start.copy()
+    for line in np.unique(reads.line).tolist():
+        mine = np.flatnonzero(reads.line == line)
+        on_line = runtime.line == line
+        r_start, r_end = runtime.start[on_line], runtime.end[on_line]
+        b_end = np.sort(boundaries.end[boundaries.line == line])
+        previous_end = -np.inf
+        for i in mine.tolist():
+            begun = stacks.run_start(line, reads.end[i] - 1e-3) if len(stacks) else -np.inf
+            if not np.isfinite(begun):
+                k = int(np.searchsorted(b_end, reads.start[i], side="right")) - 1
+                begun = max(_chain_start(r_start, r_end, reads.start[i]), b_end[k] if k >= 0 else -np.inf)
+            start[i] = max(min(begun, reads.start[i]), previous_end)
+            previous_end = reads.end[i]
+    return EventSet(reads.rows, start, reads.end, reads.line)
+
+
+def _chain_start(r_start: np.ndarray, r_end: np.ndarray, t: float) -> float:
+    """Where the chain of runtime events ending just before ``t`` began (``t`` without one)."""
+    k = int(np.searchsorted(r_start, t, side="left")) - 1
+    begun = t
+    while k >= 0 and begun - r_end[k] <= READ_JOIN_US:
+        begun = min(begun, r_start[k])
+        k -= 1
+    return begun
 
 
 def _hash(value) -> str | None:

@@ -1,7 +1,11 @@
-"""User spans (``xlaprof.trace`` and ``xlaprof.step``) and the lookup of the innermost one.
+"""User spans (``xlaprof.trace``, ``xlaprof.step``, torch_xla's ``xp.Trace``/``xp.StepTrace``) and
+the lookup of the innermost one.
 
 Contract: a user span is a host event carrying a ``source`` stat (``file:line``) or a
-``step_num`` stat. ``SpanIndex.innermost_all(lines, times)`` returns, for each pair, the row
+``step_num`` stat, or, on the lines of Python threads (``python_lines``), any event that is not
+the runtime's own (``vocabulary.is_runtime_event``): that is how ``xp.Trace("reporting")`` and
+any other TraceMe the user's code records look. Such a span has no ``source`` of its own; the
+analysis names its line from the Python stacks. ``SpanIndex.innermost_all(lines, times)`` returns, for each pair, the row
 (into the index's own arrays) of the innermost span active on that host line at that time, or
 -1. Spans on one thread nest properly, so the innermost is the latest-starting span still open.
 """
@@ -32,12 +36,12 @@ class SpanIndex:
         return len(self.name)
 
     @staticmethod
-    def from_plane(plane: Plane | None) -> SpanIndex:
-        if plane is None or len(plane.stats.event) == 0:
+    def from_plane(plane: Plane | None, python_lines: frozenset[int] = frozenset()) -> SpanIndex:
+        if plane is None:
             return _build(plane, np.zeros(0, np.int64), {}, {})
         sources = plane.stats.column(vocabulary.SOURCE_STAT)
         steps = plane.stats.column(vocabulary.STEP_NUM_STAT)
-        rows = np.array(sorted(set(sources) | set(steps)), np.int64)
+        rows = np.union1d(np.array(sorted(set(sources) | set(steps)), np.int64), _user_tracemes(plane, python_lines))
         return _build(plane, rows, sources, steps)
 
     def innermost_all(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -100,6 +104,17 @@ def _build(plane: Plane | None, rows: np.ndarray, sources: dict, steps: dict) ->
     source = [_text(sources.get(int(r))) for r in rows]
     step = np.array([_int(steps.get(int(r))) for r in rows], np.int64)
     return SpanIndex(rows, names, source, step, line.astype(np.int32), start, end, parent)
+
+
+def _user_tracemes(plane: Plane, python_lines: frozenset[int]) -> np.ndarray:
+    """Rows of the events on Python threads' lines that the runtime did not record."""
+    if not python_lines:
+        return np.zeros(0, np.int64)
+    user_names = np.array([i for i, n in enumerate(plane.names) if not vocabulary.is_runtime_event(n)], np.int32)
+    if user_names.size == 0:
+        return np.zeros(0, np.int64)
+    on_python = np.isin(plane.events.line, np.array(sorted(python_lines), np.int32))
+    return np.flatnonzero(on_python & np.isin(plane.events.name, user_names))
 
 
 def _text(value) -> str | None:

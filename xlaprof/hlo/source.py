@@ -7,23 +7,13 @@ Contract:
   (``is_framework_file``), as "file:line", falling back to the metadata's own
   ``source_file:source_line`` (which torch_xla sets to the innermost frame, often torch's own),
   and ``None`` when the metadata names no file (a worker without ``XLA_HLO_DEBUG=1``).
-- ``is_framework_file(path)``: a file of torch, torch_xla or xlaprof, or of Python's standard
-  library, by its path: the user's own code and third-party libraries are not framework.
+  Framework files are those of ``xlaprof.framework_files``.
 """
 from __future__ import annotations
 
-import re
-from functools import lru_cache
+from xlaprof.framework_files import is_framework_file
 
-FRAMEWORK_PACKAGES = frozenset({"torch", "torch_xla", "xlaprof", "functorch"})
-_STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!.*site-packages|.*dist-packages)")
 MAX_DEPTH = 256  # frames followed up a stack (the frame index is untrusted input)
-
-
-@lru_cache(maxsize=4096)
-def is_framework_file(path: str) -> bool:
-    parts = re.split(r"[/\\]", path)
-    return any(p in FRAMEWORK_PACKAGES for p in parts[:-1]) or bool(_STDLIB.search(path))
 
 
 class Frames:

@@ -62,6 +62,24 @@ TRACING = frozenset({
     "BuildInputOutputAliases", "LoweringContext::GetComputation", "XlaGraphExecutor::RunPostOrder",
 })
 
+# Other events the runtime records on the threads of Python code (a Python thread's line also holds
+# the user's own TraceMe spans: torch_xla's xp.Trace, xp.StepTrace). Runtime events are these, any
+# C++ "Class::method" name, and the completion markers "end: <op>" of the CPU device's thunks.
+RUNTIME_EVENTS = frozenset({
+    "Wait for donation holds", "Wait for usage holds", "D2H Dispatch", "H2D Dispatch",
+    "ThunkExecutor::Execute (wait for completion)",
+})
+_RUNTIME_NAME = re.compile(r"::|^end: ")
+
+
+def is_runtime_event(name: str) -> bool:
+    """True for an event torch_xla, PJRT or XLA records; false for a user's TraceMe span."""
+    return (name in RUNTIME_EVENTS or name in TRACING or name in SYNC_BARRIER or name == METRICS_EVENT
+            or bool(_RUNTIME_NAME.search(name)))
+
+# An explicit sync (torch_xla.sync(), xm.mark_step()): the step's graph, never part of a read call.
+STEP_BOUNDARY = frozenset({"StepMarker", "SyncLiveTensorsGraph"})
+
 # The TraceMe level of xlaprof's spans and samples: the profiler records levels <= host_tracer_level.
 USER_SPAN_LEVEL = 1
 

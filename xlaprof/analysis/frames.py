@@ -1,0 +1,86 @@
+"""Python stacks as the stack sampler records them, and the frame a user can act on.
+
+Contract:
+- ``parse_stack(text)``: a ``py_stack`` stat ("path:line function" per frame, outermost first,
+  joined by newlines) as a ``PyStack``. Lines that are not frames are skipped.
+- ``PyStack.source``: the innermost frame outside the framework (``xlaprof.framework_files``:
+  torch, torch_xla, the standard library, xlaprof's instrumentation), as "file:line". Library
+  code (diffusers, transformers) counts as the user's: its line is where the fix starts.
+  ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
+  among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
+  in another non-framework file (``train.py:42`` for a read inside a library), or None.
+- ``line_text(location)``: the stripped text of "file:line" when the file is readable here.
+"""
+from __future__ import annotations
+
+import linecache
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from xlaprof.framework_files import is_framework_file
+
+_FRAME = re.compile(r"^(.+):(\d+)(?: (.*))?$")  # "path:line function"; a path may hold spaces
+
+
+@dataclass(frozen=True)
+class Frame:
+    file: str
+    line: int
+    function: str
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.file}:{self.line} {self.function}"
+
+
+@dataclass(frozen=True)
+class PyStack:
+    frames: tuple[Frame, ...]  # outermost first
+
+    @cached_property
+    def source_index(self) -> int:
+        for i in range(len(self.frames) - 1, -1, -1):
+            if not is_framework_file(self.frames[i].file):
+                return i
+        return -1
+
+    @property
+    def source(self) -> str | None:
+        i = self.source_index
+        return self.frames[i].location if i >= 0 else None
+
+    @property
+    def to_source(self) -> tuple[str, ...]:
+        i = self.source_index
+        return tuple(f.label for f in self.frames[: i + 1]) if i >= 0 else ()
+
+    @property
+    def caller(self) -> str | None:
+        i = self.source_index
+        if i < 0:
+            return None
+        own = self.frames[i].file
+        for frame in reversed(self.frames[:i]):
+            if frame.file != own and not is_framework_file(frame.file):
+                return frame.location
+        return None
+
+
+def parse_stack(text: str) -> PyStack:
+    matches = (_FRAME.match(entry) for entry in text.split("\n"))
+    return PyStack(tuple(Frame(m[1], int(m[2]), m[3] or "") for m in matches if m))
+
+
+def line_text(location: str | None) -> str | None:
+    if not location:
+        return None
+    file, _, line = location.rpartition(":")
+    if not line.isdigit():
+        return None
+    text = linecache.getline(file, int(line)).strip()
+    return text or None

@@ -1,0 +1,130 @@
+"""The Python stacks the worker's stack sampler recorded, by thread and time.
+
+Contract: ``StackSamples.from_plane(plane, main_line)`` collects the sample events of
+``collectors/stack_sampler.py`` (events carrying ``py_stack``; see ``vocabulary``). Each is placed
+on the host line of the thread it sampled (its ``py_thread`` line id); a sample whose thread has no
+line of its own in the capture (the thread recorded no TraceMe event) stays on its emitter's line,
+except the main thread's, which goes to ``main_line``. Consecutive samples of one thread with the
+same stack are merged into one run (the sampler cuts long runs into 0.1 s events).
+- ``at(lines, times)``: for each (host line, time) the stack id sampled there, or -1. The sampler
+  sees a stack up to one period after it began, so a time just before a run's start (within
+  ``LAG_US``) belongs to that run.
+- ``run_start(line, time)``: when the run holding that time began (-inf where there is none).
+- ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xlaprof.analysis.frames import PyStack, parse_stack
+from xlaprof.xspace import vocabulary
+from xlaprof.xspace.events import Plane
+
+LAG_US = 2000.0  # how late the sampler may first see a stack (1 kHz, plus waiting for the GIL)
+MERGE_US = 1000.0  # consecutive samples this close with the same stack are one run
+MAIN_THREAD = "MainThread"
+
+
+@dataclass
+class StackSamples:
+    stacks: list[PyStack]
+    line: np.ndarray  # int32: host line (index into Plane.lines) of the sampled thread, sorted
+    start: np.ndarray  # float64 us, sorted within each line
+    end: np.ndarray  # float64 us
+    stack: np.ndarray  # int64: index into stacks
+    thread_names: dict[int, str] = field(default_factory=dict)  # host line -> Python thread name
+    _ranges: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return int(self.start.size)
+
+    def __post_init__(self) -> None:
+        if self.start.size:
+            bounds = np.flatnonzero(np.diff(self.line)) + 1
+            for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, self.start.size]):
+                self._ranges[int(self.line[lo])] = (int(lo), int(hi))
+
+    @property
+    def sampled_lines(self) -> list[int]:
+        return list(self._ranges)
+
+    @staticmethod
+    def empty() -> StackSamples:
+        z = np.zeros(0)
+        return StackSamples([], np.zeros(0, np.int32), z, z, np.zeros(0, np.int64))
+
+    @staticmethod
+    def from_plane(plane: Plane | None, main_line: int) -> StackSamples:
+        if plane is None:
+            return StackSamples.empty()
+        texts = plane.stats.column(vocabulary.PY_STACK_STAT)
+        if not texts:
+            return StackSamples.empty()
+        thread_ids = plane.stats.column(vocabulary.PY_THREAD_STAT)
+        thread_names = plane.stats.column(vocabulary.PY_THREAD_NAME_STAT)
+        index_of_id = {line.id: i for i, line in enumerate(plane.lines)}
+        rows = np.fromiter(texts, np.int64, len(texts))
+        interned: dict[str, int] = {}
+        stack = np.array([interned.setdefault(_text(texts[r]), len(interned)) for r in rows.tolist()], np.int64)
+        names = [_text(thread_names.get(r, "")) for r in rows.tolist()]
+        line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
+                         for r, name in zip(rows.tolist(), names)], np.int32)
+        start = plane.events.start_us[rows]
+        end = start + plane.events.dur_us[rows]
+        order = np.lexsort((start, line))
+        line, start, end, stack = line[order], start[order], end[order], stack[order]
+        keep = _run_heads(line, start, end, stack)
+        run_end = np.maximum.reduceat(end, np.flatnonzero(keep)) if keep.size else end
+        stacks = [parse_stack(text) for text in interned]
+        by_line = {int(ln): nm for ln, nm in zip(line.tolist(), (names[i] for i in order.tolist())) if nm}
+        return StackSamples(stacks, line[keep], start[keep], run_end, stack[keep], by_line)
+
+    def _covering(self, line: int, times: np.ndarray) -> np.ndarray:
+        lo, hi = self._ranges.get(int(line), (0, 0))
+        found = np.full(times.size, -1, np.int64)
+        if hi == lo:
+            return found
+        i = np.searchsorted(self.start[lo:hi], times, side="right") - 1 + lo
+        inside = (i >= lo) & (self.end[np.maximum(i, lo)] > times)
+        found[inside] = i[inside]
+        nxt = np.minimum(i + 1, hi - 1)
+        soon = ~inside & (i + 1 < hi) & (self.start[nxt] - times <= LAG_US) & (self.start[nxt] >= times)
+        found[soon] = nxt[soon]
+        return found
+
+    def at(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
+        result = np.full(times.size, -1, np.int64)
+        for line in np.unique(lines).tolist():
+            mine = np.flatnonzero(lines == line)
+            run = self._covering(line, times[mine])
+            result[mine] = np.where(run >= 0, self.stack[np.maximum(run, 0)], -1)
+        return result
+
+    def run_start(self, line: int, time: float) -> float:
+        run = int(self._covering(line, np.array([time]))[0])
+        return float(self.start[run]) if run >= 0 else -np.inf
+
+
+def _run_heads(line: np.ndarray, start: np.ndarray, end: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """True where a sample begins a new run (another thread, another stack, or a pause)."""
+    head = np.ones(line.size, bool)
+    head[1:] = (line[1:] != line[:-1]) | (stack[1:] != stack[:-1]) | (start[1:] - end[:-1] > MERGE_US)
+    return head
+
+
+def _place(index_of_id: dict[int, int], thread_id, name: str, emitter_line: int, main_line: int) -> int:
+    try:
+        placed = index_of_id.get(int(thread_id))
+    except (TypeError, ValueError):
+        placed = None
+    if placed is not None:
+        return placed
+    return main_line if name == MAIN_THREAD and main_line >= 0 else emitter_line
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)

@@ -1,0 +1,31 @@
+"""Which source files are the framework's rather than the code a user can change.
+
+Contract: ``is_framework_file(path)`` is true for files of torch, torch_xla, functorch and torchgen
+(by a path component), of Python's standard library, Python's own pseudo-files (``<frozen ...>``,
+``<string>``), and of xlaprof's instrumentation in ``collectors/`` (the span and sampler code a
+stack passes through). The user's own code and third-party libraries (diffusers, transformers) are
+not framework: a line there is one the user can act on, at the line itself or at its call. Decided
+by the path alone, so it works on a machine other than the worker's.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+FRAMEWORK_PACKAGES = frozenset({"torch", "torch_xla", "functorch", "torchgen"})
+# xlaprof's own worker-side modules that wrap user code (spans, samplers, the in-process capture).
+INSTRUMENTATION_FILES = frozenset({"spans.py", "stack_sampler.py", "metrics_sampler.py", "inprocess.py", "server.py"})
+_STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!.*site-packages|.*dist-packages)")
+_SEPARATOR = re.compile(r"[/\\]")
+
+
+@lru_cache(maxsize=8192)
+def is_framework_file(path: str) -> bool:
+    if not path or path.startswith("<"):
+        return True
+    parts = _SEPARATOR.split(path)
+    if any(p in FRAMEWORK_PACKAGES for p in parts[:-1]):
+        return True
+    if len(parts) >= 2 and parts[-2] == "collectors" and parts[-1] in INSTRUMENTATION_FILES:
+        return True
+    return bool(_STDLIB.search(path))
