@@ -9,7 +9,7 @@ from __future__ import annotations
 # Dicts whose keys are data (span names, worker labels, counter names).
 MAP_KEYS = frozenset({"by_span", "by_graph_hash", "recompiled_spans", "trigger_by_span", "steps", "metrics",
                       "per_worker", "wall_us", "start_unix_ns", "delta", "last", "fallbacks", "facts", "sizes",
-                      "buckets"})
+                      "buckets", "by_source"})
 
 _CAUSES = ("compile", "host_tracing", "transfer_from_device", "transfer_to_device", "unattributed")
 _STEP = ("busy_us", "name", "start_us", "step", "wall_us")
@@ -51,7 +51,12 @@ CONTRACT_KEYS = frozenset(
     + ["graphs"] + [f"graphs[].{k}" for k in ("worker", "program_id", "module", "executions", "total_us", "median_us",
                                               "span", "source", "compiled_in_window", "graph_hash", "ops", "ops_total")]
     + [f"graphs[].ops[].{k}" for k in ("name", "category", "occurrences", "total_us", "self_us", "source")]
-    + ["device_time_by_line"] + [f"device_time_by_line[].{k}" for k in ("source", "self_us", "ops")])
+    + ["device_time_by_line"] + [f"device_time_by_line[].{k}" for k in ("source", "self_us", "ops")]
+    # Added by issue 10 (Python stacks: the exact line).
+    + ["gaps[].stack", "findings[].stack", "findings[].code", "findings[].called_from", "notes",
+       "transfers_from_device.by_source", "idle_by_line"]
+    + [f"idle_by_line[].{k}" for k in ("source", "code", "cause", "idle_us", "pieces", "stack", "called_from",
+                                       "spans")])
 
 
 def key_paths(value, prefix: str = "") -> set[str]:

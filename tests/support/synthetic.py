@@ -200,7 +200,7 @@ def training_event_count(*, steps: int, devices: int = 4, ops_per_step: int = 50
 def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, read_every: int = 1,
                      recompile_every: int = 0, seed: int = 0, shape: TrainingShape = TrainingShape(),
                      warm: bool = False, script: str = "train.py",
-                     programs: list[StepProgram] | None = None) -> bytes:
+                     programs: list[StepProgram] | None = None, sampled: bool = False) -> bytes:
     """A TPU-shaped capture of ``steps`` training steps on ``devices`` chips.
 
     Host ``/host:CPU``, line ``python``, per step: ``train_step`` (step_num, source, _r=1) holding
@@ -220,11 +220,16 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
     program's ops (each ``share * OP_FILL`` of the module, their metadata carrying
     ``program_id``, ``symbol_id`` and ``hlo_category`` as on a TPU); ``/host:metadata`` records
     every program's HLO. (``training_event_count`` does not count these captures.)
+
+    ``sampled``: the stack sampler's events too, on the line "py MainThread" (see
+    ``sampled_stacks``): ``SAMPLED_STACKS["step"]`` through each step, ``["forward"]`` while
+    ``forward`` runs and ``["read"]`` from the read's start to its transfer's end.
     """
     rng = np.random.default_rng(seed)
     builder = XSpaceBuilder()
     host = builder.plane(vocabulary.HOST_PLANE)
     python = host.line("python", line_id=1)
+    samples: list[tuple[float, float, str]] = []  # (start, end, stack) of the forward and read runs
     tpus = [builder.plane(f"/device:TPU:{d}") for d in range(devices)]
     modules = [tpu.line("XLA Modules", line_id=1) for tpu in tpus]
     op_lines = [tpu.line("XLA Ops", line_id=2) for tpu in tpus]
@@ -243,6 +248,7 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
         python.event("PjRtComputationClient::TransferToDevice", t, shape.transfer_to_device_us)
         t += shape.transfer_to_device_us + 5.0
         python.event("forward", t, shape.forward_us, source=f"{script}:42")
+        samples.append((t, t + shape.forward_us, "forward"))
         t += shape.forward_us + 5.0
         marker = shape.step_marker_us
         if programs:
@@ -272,16 +278,46 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
             python.event("TensorCollectionBarrier", read_start + 4.0, barrier_end - read_start - 4.0)
             python.event("PjRtComputationClient::TransferFromDevice", barrier_end + 2.0,
                          shape.transfer_from_device_us)
+            samples.append((read_start, transfer_end, "read"))
             t = transfer_end + 3.0
         t += 5.0
         python.event("train_step", step_start, t - step_start, step_num=step, source=f"{script}:30", _r=1)
+        samples.append((step_start, t, "step"))
         t += 5.0
+    if sampled:
+        add_stack_samples(host, thread_line_id=1, runs=samples, stacks=sampled_stacks(script))
     if programs:
         _program_lines(builder, modules, op_lines, step_lines, mod_start, mod_dur, programs)
     else:
         _device_lines(modules, op_lines, step_lines, mod_start, mod_dur, ops_per_step, rng)
     builder.task_environment(max(t, float(device_free.max())) + 10.0)
     return builder.to_bytes()
+
+
+SAMPLED_LIB = "/venv/lib/python3.11/site-packages/torch/_tensor.py"
+
+
+def sampled_stacks(script: str = "train.py") -> dict[str, str]:
+    """The stacks ``training_capture(sampled=True)`` records, as the sampler writes them."""
+    main = f"{script}:100 <module>\n{script}:30 train_step"
+    return {"step": main, "forward": f"{main}\n{script}:42 forward",
+            "read": f"{main}\n{script}:57 log_loss\n{SAMPLED_LIB}:1020 item"}
+
+
+def add_stack_samples(host: PlaneBuilder, *, thread_line_id: int, runs: list[tuple[float, float, str]],
+                      stacks: dict[str, str]) -> None:
+    """Sampler events on an emitter line: ``runs`` are (start, end, key into ``stacks``); the
+    innermost run at each time wins (a step run holds the forward and read runs inside it), cut
+    where the stack changes, as the sampler does."""
+    emitter = host.line(f"{vocabulary.STACK_LINE_PREFIX}MainThread")
+    bounds = sorted({b for start, end, _ in runs for b in (start, end)})
+    for left, right in zip(bounds, bounds[1:]):
+        holding = [(end - start, kind) for start, end, kind in runs if start <= left and right <= end]
+        if holding:
+            stack = stacks[min(holding)[1]]
+            emitter.event(stack.rsplit("\n", 1)[-1].rsplit("/", 1)[-1], left, right - left, **{
+                vocabulary.PY_STACK_STAT: stack, vocabulary.PY_THREAD_STAT: thread_line_id,
+                vocabulary.PY_THREAD_NAME_STAT: "MainThread"})
 
 
 def _program_lines(builder: XSpaceBuilder, modules: list[LineBuilder], op_lines: list[LineBuilder],

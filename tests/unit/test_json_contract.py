@@ -20,13 +20,14 @@ def test_every_contract_key_is_in_the_report(tmp_path):
     ops = tuple((name, category, share) for name, (category, share) in MLP_OPS.items())
     programs = [StepProgram(k, f"{k:032x}", mlp_module(k, 8 * k), ops) for k in (1, 2, 3) for _ in range(10)]
     run = write_session(str(tmp_path), "pod", {
-        "w0_9012": training_capture(steps=30, devices=2, read_every=1, programs=programs),
+        "w0_9012": training_capture(steps=30, devices=2, read_every=1, programs=programs, sampled=True),
         "w1_9012": training_capture(steps=30, devices=2, read_every=2, shape=TrainingShape(module_us=4000.0))})
     first_graph = debug_block("Compilation", "user torch_xla.sync", f"{1:032x}", ["step (/work/train.py:7)"])
     (tmp_path / "plugins" / "profile" / "pod" / "w0_9012.pt_xla_debug.txt").write_text(TEXT + first_graph)
     report = analysis_json(analyze(Session.load(run)))
     assert report["stragglers"] and report["execution_causes"] and report["compiles"]["trigger_by_span"]
     assert report["compiles"]["explained"] and report["graphs"][0]["ops"]
+    assert report["idle_by_line"] and report["notes"]  # w0 has stacks, w1 none
     assert CONTRACT_KEYS - NEEDS_METRICS <= key_paths(json.loads(json.dumps(report)))
 
 

@@ -21,8 +21,9 @@ from xlaprof.analysis.compiles import CompileRecord, CompileSummary, compile_rec
 from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
 from xlaprof.analysis.device_profile import DeviceProfile, device_profile
 from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
-from xlaprof.analysis.findings import CauseCost, ExecutionCause, Finding, rank_findings
+from xlaprof.analysis.findings import ExecutionCause, Finding, rank_findings
 from xlaprof.analysis.host_activity import HostActivity
+from xlaprof.analysis.idle_costs import LineIdle, cause_costs, idle_by_line
 from xlaprof.analysis.programs import ProgramExecutions, compile_programs, program_executions
 from xlaprof.analysis.reads import ReadSummary, merge_reads, summarize_reads
 from xlaprof.analysis.recompiles import RecompileExplanation, explain_findings, explain_recompiles
@@ -35,7 +36,10 @@ from xlaprof.session.layout import debug_file_name
 from xlaprof.session.manifest import WorkerStatus
 from xlaprof.xspace.metrics import MetricsDelta, window_metrics
 
-EDGE_SPAN = -2  # marks unattributed pieces at the capture's edges in _cause_costs
+HOST_RECORDED_SHARE = 0.5
+COMPILE_AT_START = "already compiling when the capture started"
+NO_STACKS_NOTE = ("no Python stacks in the capture of {workers} (a worker without xlaprof's stack sampler: "
+                  "xp.start_server, an older xlaprof, or stack_hz=0): lines come from spans only")
 
 
 @dataclass
@@ -75,12 +79,21 @@ class WorkerAnalysis:
         return WorkerStatus(self.worker.manifest.get("status", WorkerStatus.OK.value))
 
     def at_capture_edge(self) -> np.ndarray:
-        """Unattributed pieces touching the window's start or end. Host events already running
-        when the capture started, or still running when it stopped, are not recorded, so the
-        host's activity there is unknown rather than absent."""
+        """Unattributed pieces touching the window's start or end that no sampled stack explains.
+        Host events already running when the capture started, or still running when it stopped,
+        are not recorded, so the host's activity there is unknown rather than absent."""
         p = self.pieces
         touches = (p.start_us <= self.window[0]) | (p.start_us + p.dur_us >= self.window[1])
-        return touches & (p.cause == CAUSES.index(Cause.UNATTRIBUTED))
+        return touches & (p.cause == CAUSES.index(Cause.UNATTRIBUTED)) & (p.stack < 0)
+
+    def piece_place(self, i: int) -> tuple[str | None, str | None, tuple[str, ...]]:
+        """Piece ``i``'s span, its source (the stack's line, else the span's) and its stack."""
+        span, span_source = self.host.spans.label(int(self.pieces.span[i]))
+        stack_id = int(self.pieces.stack[i])
+        if stack_id < 0:
+            return span, span_source, ()
+        stack = self.host.stacks.stacks[stack_id]
+        return span, stack.source or span_source, stack.to_source
 
 
 @dataclass
@@ -98,6 +111,8 @@ class SessionAnalysis:
     config: AnalysisConfig
     errors: list[str] = field(default_factory=list)
     recompiles: list[RecompileExplanation] = field(default_factory=list)  # why places recompiled, most time first
+    idle_by_line: list[LineIdle] = field(default_factory=list)  # Python lines by the idle time they caused
+    notes: list[str] = field(default_factory=list)  # what the analysis could not do, said once
 
     @cached_property
     def device_profile(self) -> DeviceProfile:
@@ -162,11 +177,17 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> SessionAn
     compiles = summarize_compiles([r for w in workers for r in w.compiles])
     reads = merge_reads([w.reads for w in workers])
     executions = _execution_causes(workers)
-    findings = rank_findings(_cause_costs(workers), compiles, reads, _fallbacks(workers), executions)
+    costs = cause_costs(workers)
+    findings = rank_findings(costs, compiles, reads, _fallbacks(workers), executions)
     recompiles = explain_recompiles([(w.worker.label, w.compiles, w.hlo) for w in workers])
     explain_findings(findings, recompiles)
     return SessionAnalysis(session, workers, findings, compiles, reads, compare_workers(workers), executions,
-                           config, errors, recompiles)
+                           config, errors, recompiles, idle_by_line(costs), _notes(workers))
+
+
+def _notes(workers: list[WorkerAnalysis]) -> list[str]:
+    unsampled = [w.worker.label for w in workers if not len(w.host.stacks)]
+    return [NO_STACKS_NOTE.format(workers=", ".join(unsampled))] if unsampled else []
 
 
 def _fallbacks(workers: list[WorkerAnalysis]) -> dict[str, float]:
@@ -188,16 +209,48 @@ def _execution_causes(workers: list[WorkerAnalysis]) -> list[ExecutionCause]:
 def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugInfo) -> WorkerAnalysis:
     space = worker.space
     host = HostActivity.from_space(space)
-    window = space.window_us or _event_extent(devices, host)
+    window = _host_recorded(space.window_us or _event_extent(devices, host), host)
     causes = CauseIntervals.from_host(host)
     pieces = GapPieces.concat([attribute(d, i, host, causes, window) for i, d in enumerate(devices)])
     records = compile_records(host, debug)
     records = [r for r in records if window[0] <= r.start_us < window[1]]
+    metrics = window_metrics(host.plane)
+    records += _compile_at_start(pieces, window, metrics, len(records))
     programs = program_executions(devices, host)
     hlo = hlo_modules(space)
     _link_programs(records, programs, hlo)
     return WorkerAnalysis(worker, window, devices, host, pieces, records, summarize_reads(host),
-                          step_table(devices, pieces, host.spans), window_metrics(host.plane), debug, programs, hlo)
+                          step_table(devices, pieces, host.spans), metrics, debug, programs, hlo)
+
+
+def _host_recorded(window: tuple[float, float], host: HostActivity) -> tuple[float, float]:
+    """The window, ended where the host's recording of Python threads ends: host events still
+    open when the capture stopped are dropped, while device-side events outlive them, so the
+    host's activity after its last recorded event is unknown. Only a tail is cut (the host
+    recorded past ``HOST_RECORDED_SHARE`` of the window): a host that recorded little says nothing."""
+    plane = host.plane
+    if plane is None or not host.python_lines:
+        return window
+    on_python = np.isin(plane.events.line, np.array(sorted(host.python_lines), np.int32))
+    ends = plane.events.start_us[on_python] + plane.events.dur_us[on_python]
+    last = max(float(ends.max()) if ends.size else -np.inf, float(host.stacks.end.max()) if len(host.stacks) else -np.inf)
+    cut = window[0] + HOST_RECORDED_SHARE * (window[1] - window[0]) <= last < window[1]
+    return (window[0], last) if cut else window
+
+
+def _compile_at_start(pieces: GapPieces, window: tuple[float, float], metrics: MetricsDelta | None,
+                      recorded: int) -> list[CompileRecord]:
+    """A compile already running when the capture started is not recorded, but the worker's
+    metrics count it: the unattributed idle time at the window's start is that compile's."""
+    compiled = metrics.compiles_in_window if metrics is not None else None
+    if compiled is None or compiled <= recorded or not len(pieces):
+        return []
+    first = (pieces.start_us <= window[0]) & (pieces.cause == CAUSES.index(Cause.UNATTRIBUTED))
+    if not first.any():
+        return []
+    pieces.cause[first] = CAUSES.index(Cause.COMPILE)
+    seen = float(pieces.dur_us[first].max())
+    return [CompileRecord(window[0], seen, None, None, None, cause=COMPILE_AT_START)]
 
 
 def _link_programs(records: list[CompileRecord], programs: ProgramExecutions, hlo: HloModules) -> None:
@@ -223,28 +276,3 @@ def _debug_beside(session: Session, worker: Worker) -> DebugInfo:
         return DebugInfo()
     beside = storage.join(session.path, debug_file_name(storage.basename(worker.path)))
     return read_debug_file(beside) if storage.exists(beside) else DebugInfo()
-
-
-def _cause_costs(workers: list[WorkerAnalysis]) -> list[CauseCost]:
-    lost: dict[tuple, list] = defaultdict(lambda: [0.0, 0])
-    for w in workers:
-        p = w.pieces
-        if not len(p):
-            continue
-        span = np.where(w.at_capture_edge(), EDGE_SPAN, p.span)
-        # One integer key per (cause, span): span ids start at EDGE_SPAN (-2).
-        stride = len(w.host.spans) - EDGE_SPAN
-        keys = p.cause.astype(np.int64) * stride + (span - EDGE_SPAN)
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        sums = np.bincount(inverse, weights=p.dur_us)
-        counts = np.bincount(inverse)
-        for k, key in enumerate(uniq.tolist()):
-            cause, span_id = divmod(key, stride)
-            span_id += EDGE_SPAN
-            at_edge = span_id == EDGE_SPAN
-            span_name, source = (None, None) if at_edge else w.host.spans.label(span_id)
-            entry = lost[(CAUSES[cause], span_name, source, at_edge)]
-            entry[0] += float(sums[k])
-            entry[1] += int(counts[k])
-    return [CauseCost(cause, span, source, us, n, edge)
-            for (cause, span, source, edge), (us, n) in lost.items()]

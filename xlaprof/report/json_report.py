@@ -11,6 +11,12 @@ event_count, errors. Keys may be added; the listed ones never move or change mea
 ``compiles.before_window`` how many graphs the workers had compiled before the window;
 ``graphs`` the device time of each compiled graph with its top HLO ops, and
 ``device_time_by_line`` the device time by Python line (``analysis.device_profile``).
+Python stacks (issue 10): a gap's and a finding's ``source`` is the Python line from the sampled
+stacks where there is one, and ``stack`` the frames from the thread's outermost down to it
+("file:line function"); findings add ``code`` (the line's text) and ``called_from``;
+``idle_by_line`` ranks Python lines by the idle time they caused, per cause; ``notes`` says once
+what the analysis could not do (a worker without stacks); ``transfers_from_device.by_source``
+counts reads by line.
 """
 from __future__ import annotations
 
@@ -47,6 +53,8 @@ def analysis_json(analysis: SessionAnalysis) -> dict:
         "gaps": gap_rows(analysis, largest=analysis.config.top_gaps),
         "gaps_total": analysis.gap_count,
         "findings": [finding_json(f) for f in analysis.findings],
+        "idle_by_line": [dict(asdict(row), cause=row.cause.value) for row in analysis.idle_by_line[:MAX_LINES]],
+        "notes": analysis.notes,
         "steps": {w.worker.label: steps_json(w.steps) for w in analysis.workers},
         "metrics": {w.worker.label: w.metrics.to_json() if w.metrics else None for w in analysis.workers},
         "compile_events": [dict(asdict(r), worker=w.worker.label) for w in analysis.workers for r in w.compiles],
@@ -112,11 +120,11 @@ def gap_rows(analysis: SessionAnalysis, largest: int | None = None) -> list[dict
         edge = w.at_capture_edge()
         chosen = np.flatnonzero(p.dur_us >= cutoff) if largest is not None else range(len(p))
         for i in chosen:
-            span, source = w.host.spans.label(int(p.span[i]))
+            span, source, stack = w.piece_place(int(i))
             rows.append({"worker": w.worker.label, "device": w.devices[p.device[i]].name,
                          "start_us": float(p.start_us[i]), "dur_us": float(p.dur_us[i]),
                          "cause": CAUSES[p.cause[i]].value, "span": span, "source": source,
-                         "at_capture_edge": bool(edge[i])})
+                         "stack": list(stack), "at_capture_edge": bool(edge[i])})
     if largest is not None and len(rows) > largest:  # ties at the cutoff
         keep = sorted(range(len(rows)), key=lambda r: -rows[r]["dur_us"])[:largest]
         rows = [rows[r] for r in sorted(keep)]

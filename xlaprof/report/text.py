@@ -38,6 +38,8 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
                f"idle {_t(idle)} ({_pct(idle, device_time).strip()})\n")
     for error in data["errors"]:
         out.append(f"warning: {error}\n")
+    for note in data["notes"]:
+        out.append(textwrap.fill(f"note: {note}", WIDTH, subsequent_indent="      ") + "\n")
 
     out.append(_rule("Idle time by cause"))
     for cause, us in sorted(data["idle_by_cause_us"].items(), key=lambda kv: -kv[1]):
@@ -51,15 +53,20 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
         where = f"{f['span'] or NO_SPAN}" + (f" at {f['source']}" if f["source"] else "")
         out.append(f"{rank:>2}. [{f['kind']}] {_t(f['lost_us'])} lost: {where}\n")
         out.append(textwrap.fill(f["detail"], WIDTH, initial_indent="     ", subsequent_indent="     ") + "\n")
+        if f["stack"]:
+            out.append(textwrap.fill("stack: " + _path(f["stack"]), WIDTH, initial_indent="     ",
+                                     subsequent_indent="            ") + "\n")
         advice = f["advice"] if f["kind"] not in advised else f"as for [{f['kind']}] above"
         advised.add(f["kind"])
         out.append(textwrap.fill("fix: " + advice, WIDTH, initial_indent="     ",
                                  subsequent_indent="          ") + "\n")
 
+    out += _line_rows(data["idle_by_line"], idle, top)
+
     out.append(_rule(f"Largest idle gaps (of {data['gaps_total']:,})"))
     for g in sorted(data["gaps"], key=lambda g: -g["dur_us"])[:top]:
         out.append(f"  {g['worker']:<18} {g['device']:<7} at {_t(g['start_us']):>11}  {_t(g['dur_us']):>10}  "
-                   f"{g['cause']:<21} {g['span'] or '-'}\n")
+                   f"{g['cause']:<21} {g['span'] or '-'}" + (f"  {_base(g['source'])}" if g["stack"] else "") + "\n")
 
     out.append(_rule("Compilations"))
     out += _compile_lines(data["compiles"], top)
@@ -69,7 +76,31 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
     out.append(f"  {reads['count']} read(s), transfer {_t(reads['total_us'])}, host blocked {_t(reads['blocked_us'])}\n")
     for span, n in list(reads["by_span"].items())[:top]:
         out.append(f"  {n:>6} in {span}\n")
+    for source, n in list(reads["by_source"].items())[:top]:
+        out.append(f"  {n:>6} at {source}\n")
     return "".join(out)
+
+
+def _line_rows(lines: list[dict], idle: float, top: int) -> list[str]:
+    """The Python lines that caused the most idle time (from the sampled stacks)."""
+    if not lines:
+        return []
+    out = [_rule("Idle time by Python line")]
+    for row in lines[:top]:
+        code = f"  {row['code'][:48]}" if row["code"] else ""
+        out.append(f"  {_t(row['idle_us']):>10} {_pct(row['idle_us'], idle)}  {row['cause']:<21} "
+                   f"{_base(row['source'])}{code}\n")
+    return out
+
+
+def _base(location: str | None) -> str:
+    return (location or "").replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _path(stack: list[str], frames: int = 4) -> str:
+    """The innermost ``frames`` of a stack, "file.py:42 fn > ..." (outermost first)."""
+    shown = [_base(frame) for frame in stack[-frames:]]
+    return ("... > " if len(stack) > frames else "") + " > ".join(shown)
 
 
 def _device_lines(data: dict, top: int) -> list[str]:

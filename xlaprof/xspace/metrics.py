@@ -46,6 +46,13 @@ class MetricsDelta:
         key = next((k for k in COMPILE_COUNTS if k in self.last), None)
         return int(self.last[key] - self.delta.get(key, 0.0)) if key else None
 
+    @property
+    def compiles_in_window(self) -> int | None:
+        """Graphs compiled between the first and last snapshot; None when the snapshots do not
+        count compiles."""
+        key = next((k for k in COMPILE_COUNTS if k in self.last), None)
+        return int(self.delta.get(key, 0.0)) if key else None
+
     def to_json(self) -> dict:
         return {"snapshots": self.snapshots, "span_us": self.span_us, "delta": self.delta,
                 "last": self.last, "fallbacks": self.fallbacks, "facts": self.facts}

@@ -1,0 +1,146 @@
+"""Python stacks in the analysis, on hand-built captures whose every microsecond is known.
+
+The scenario (us): window [0, 1000]; TPU:0 busy [0, 100] and [600, 1000], so one gap [100, 600].
+The host's Python thread (line "python") runs torch_xla's own span ``xp.Trace("reporting")``
+[100, 600] (no xlaprof stats), inside it a library's lookup that reads a device value: the
+forced partial graph's tracing [150, 180], the barrier wait [400, 450], the transfer [450, 550].
+The sampler saw the library line from 120 to 560 (one run), the training step's line around it.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.support.synthetic import XSpaceBuilder, add_stack_samples, training_capture, write_session
+from xlaprof.analysis import analyze
+from xlaprof.analysis.advice import ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
+from xlaprof.analysis.findings import FindingKind
+from xlaprof.analysis.frames import parse_stack
+from xlaprof.report import analysis_json, render_text
+from xlaprof.session import Session
+from xlaprof.xspace import vocabulary
+
+TFD = "PjRtComputationClient::TransferFromDevice"
+MAIN = "/work/train.py:10 <module>\n/work/train.py:20 step"
+LIBRARY_LINE = "    step_index = (self.timesteps == timestep).nonzero()\n"
+
+
+@pytest.fixture
+def library(tmp_path):
+    """A readable library file whose line 3 reads a device value."""
+    path = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "fakelib" / "sched.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("class Scheduler:\n    def lookup(self, timestep):\n" + LIBRARY_LINE)
+    return str(path)
+
+
+def capture(library: str | None, *, thread_id: int = 1, extra_stack: str = "") -> bytes:
+    builder = XSpaceBuilder()
+    builder.task_environment(1000.0)
+    host = builder.plane(vocabulary.HOST_PLANE)
+    python = host.line("python", line_id=1)
+    python.event("reporting", 100, 500)  # xp.Trace: a TraceMe with no stats
+    python.event("SyncTensorsGraphInternal", 150, 30)
+    python.event("TensorCollectionBarrier", 400, 50)
+    python.event(TFD, 450, 100)
+    modules = builder.plane("/device:TPU:0").line("XLA Modules")
+    modules.event("SyncTensorsGraph.1", 0, 100)
+    modules.event("SyncTensorsGraph.2", 600, 400)
+    if library:
+        stacks = {"main": MAIN, "lib": f"{MAIN}{extra_stack}\n{library}:3 lookup\n"
+                  f"/venv/lib/python3.11/site-packages/torch/_tensor.py:1020 nonzero"}
+        add_stack_samples(host, thread_line_id=thread_id, runs=[(0, 120, "main"), (120, 560, "lib"),
+                                                                (560, 1000, "main")], stacks=stacks)
+    return builder.to_bytes()
+
+
+def analysed(tmp_path, data: bytes):
+    return analyze(Session.load(write_session(str(tmp_path), "run", {"w_9012": data})))
+
+
+def test_a_read_is_the_whole_reading_call_and_names_the_library_line(tmp_path, library):
+    result = analysed(tmp_path, capture(library))
+    out = analysis_json(result)
+    # [100,120] the span's Python (main stack); [120,550] the reading call; [550,600] the span again.
+    assert out["idle_by_cause_us"]["transfer_from_device"] == pytest.approx(430.0)
+    assert out["idle_by_cause_us"]["host_tracing"] == pytest.approx(70.0)
+    read = next(f for f in result.findings if f.kind is FindingKind.TRANSFER_FROM_DEVICE)
+    assert read.source == f"{library}:3" and read.span == "reporting" and read.count == 1
+    assert read.code == LIBRARY_LINE.strip() and read.called_from == "/work/train.py:20"
+    assert read.stack == ("/work/train.py:10 <module>", "/work/train.py:20 step", f"{library}:3 lookup")
+    assert read.advice == ADVICE_DATA_DEPENDENT  # a data-dependent lookup, not "read every N steps"
+    assert "sched.py:3 `step_index = (self.timesteps == timestep).nonzero()`" in read.detail
+    assert "called from train.py:20" in read.detail
+    # Every idle microsecond has a stack here, so the lines add up to the idle time.
+    lines = {(row["source"], row["cause"]): row["idle_us"] for row in out["idle_by_line"]}
+    assert lines == {(f"{library}:3", "transfer_from_device"): pytest.approx(430.0),
+                     ("/work/train.py:20", "host_tracing"): pytest.approx(70.0)}
+    gaps = {(g["start_us"], g["cause"]): (g["source"], g["stack"][-1]) for g in out["gaps"]}
+    assert gaps[(120.0, "transfer_from_device")] == (f"{library}:3", f"{library}:3 lookup")
+    assert out["transfers_from_device"]["by_source"] == {f"{library}:3": 1}
+    assert out["notes"] == []
+    text = render_text(result)
+    assert "Idle time by Python line" in text and "stack: train.py:10 <module> > train.py:20 step > sched.py:3" in text
+
+
+def test_without_stacks_the_read_is_its_runtime_chain_and_the_span_names_it(tmp_path):
+    result = analysed(tmp_path, capture(None))
+    out = analysis_json(result)
+    # The tracing at [150,180] ends 220 us before the barrier: too far to be the read's chain.
+    assert out["idle_by_cause_us"]["transfer_from_device"] == pytest.approx(150.0)
+    assert out["idle_by_cause_us"]["host_tracing"] == pytest.approx(350.0)
+    read = next(f for f in result.findings if f.kind is FindingKind.TRANSFER_FROM_DEVICE)
+    assert read.span == "reporting" and read.source is None and read.stack == ()
+    assert out["idle_by_line"] == [] and len(out["notes"]) == 1 and "w:9012" in out["notes"][0]
+
+
+def test_a_sample_of_a_thread_without_its_own_line_goes_to_the_main_thread(tmp_path, library):
+    result = analysed(tmp_path, capture(library, thread_id=999))
+    assert result.idle_by_cause["transfer_from_device"] == pytest.approx(430.0)
+    assert result.idle_by_line[0].source == f"{library}:3"
+
+
+def test_read_advice_fits_a_library_lookup_and_a_step_closure(tmp_path, library):
+    plain = parse_stack(f"{MAIN}\n{library}:2 lookup").to_source
+    from xlaprof.analysis.advice import ADVICE_CLOSURE, advice_for
+    assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, "return self.table[t]") == ADVICE_READ_IN_LIBRARY
+    closure = ("/work/train.py:10 <module>", "/venv/site-packages/torch_xla/core/xla_model.py:900 _run_step_closures",
+               "/work/train.py:30 log")
+    assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, closure, "print(loss.item())") == ADVICE_CLOSURE
+    assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, ("/work/train.py:30 log",), "loss.item()") == \
+        advice_for(FindingKind.TRANSFER_FROM_DEVICE, (), None)
+
+
+def test_frames_name_the_users_line_outside_the_framework():
+    stack = parse_stack("/a b/train.py:42 main\n/v/lib/python3.11/site-packages/diffusers/s.py:659 step\n"
+                        "/v/lib/python3.11/site-packages/torch/_tensor.py:10 item\n<frozen runpy>:88 _run_code")
+    assert stack.source == "/v/lib/python3.11/site-packages/diffusers/s.py:659"
+    assert stack.caller == "/a b/train.py:42"  # a path with a space survives
+    assert stack.to_source[-1].endswith("s.py:659 step") and len(stack.to_source) == 2
+    assert parse_stack("not a frame").source is None
+
+
+def test_a_compile_running_at_capture_start_is_a_compile(tmp_path):
+    builder = XSpaceBuilder()
+    builder.task_environment(1000.0)
+    host = builder.plane(vocabulary.HOST_PLANE)
+    host.line("python", line_id=1).event("StepMarker", 310, 10)
+    metrics = host.line("xlaprof-metrics", line_id=2)
+    metrics.event(vocabulary.METRICS_EVENT, 5, 1, **{"CompileTime.count": 4})
+    metrics.event(vocabulary.METRICS_EVENT, 900, 1, **{"CompileTime.count": 5})
+    builder.plane("/device:TPU:0").line("XLA Modules").event("SyncTensorsGraph.1", 300, 700)
+    out = analysis_json(analysed(tmp_path, builder.to_bytes()))
+    # [0,300]: no host event, but the metrics counted a compile the capture did not record.
+    assert out["idle_by_cause_us"]["compile"] == pytest.approx(300.0)
+    assert [(e["cause"], e["start_us"]) for e in out["compile_events"]] == [
+        ("already compiling when the capture started", 0.0)]
+    assert not any(f["kind"] == "capture_edge" for f in out["findings"])
+
+
+def test_the_line_table_adds_up_to_the_idle_time_that_has_a_stack(tmp_path):
+    result = analysed(tmp_path, training_capture(steps=8, devices=1, read_every=2, sampled=True))
+    w = result.workers[0]
+    with_stack = float(w.pieces.dur_us[w.pieces.stack >= 0].sum())
+    assert with_stack > 0
+    assert sum(row.idle_us for row in result.idle_by_line) == pytest.approx(with_stack)
+    read = next(f for f in result.findings if f.kind is FindingKind.TRANSFER_FROM_DEVICE)
+    assert read.source == "train.py:57" and read.stack[-1] == "train.py:57 log_loss" and read.count == 4

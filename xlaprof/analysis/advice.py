@@ -1,0 +1,106 @@
+"""What to do about a finding, fitted to its case: the advice for each kind, refined by the stack.
+
+Contract: ``advice_for(kind, stack, code)`` returns the advice for a finding of ``kind`` whose
+Python stack (outermost first, "file:line function", down to the line) and line text are given:
+- a read inside a third-party library (site-packages) is fixed at the call: keep the table the
+  library indexes on the CPU, pass it a Python number; reading "every N steps" does not apply;
+- a read in a step closure (``xm.add_step_closure``) already runs after the step is dispatched:
+  it still waits for that step; read less often or run the closure asynchronously;
+- a data-dependent op (``nonzero``, ``masked_select``, boolean masks) needs the values on the
+  host to know its output's shape;
+- host-to-device copies where the input pipeline already prefetches (``MpDeviceLoader``), or of
+  tensors made on the host inside the step, are constants and scalars, not a data-loader problem.
+Otherwise the kind's general advice (``ADVICE``).
+"""
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+from xlaprof.analysis.attribution import Cause
+
+
+class FindingKind(str, Enum):
+    TRANSFER_FROM_DEVICE = Cause.TRANSFER_FROM_DEVICE.value
+    COMPILE = Cause.COMPILE.value
+    RECOMPILATION = "recompilation"
+    TRANSFER_TO_DEVICE = Cause.TRANSFER_TO_DEVICE.value
+    HOST_TRACING = Cause.HOST_TRACING.value
+    UNATTRIBUTED = Cause.UNATTRIBUTED.value
+    CAPTURE_EDGE = "capture_edge"
+    CPU_FALLBACK = "cpu_fallback"
+    FORCED_EXECUTION = "forced_execution"
+
+
+ADVICE = {
+    FindingKind.TRANSFER_FROM_DEVICE: (
+        "Reading a tensor's value on the host (.item(), print(t), bool(t), .tolist(), nonzero) "
+        "blocks until the device finishes, so the next step cannot be traced ahead. Keep the value "
+        "on the device and read it every N steps, or hand it to xm.add_step_closure(fn, (t,)) so it "
+        "is read after the step is dispatched."),
+    FindingKind.RECOMPILATION: (
+        "This span compiled several different graphs: shapes (or Python scalars baked into the "
+        "graph) change between steps. Pad inputs to a fixed shape or bucket them to a few sizes, "
+        "pass changing scalars as tensors, and run with PT_XLA_DEBUG_LEVEL=2 to see each compile's "
+        "cause."),
+    FindingKind.COMPILE: (
+        "A graph was compiled here. One compile per distinct graph is expected while warming up; "
+        "if it recurs in steady state the graph is changing between steps."),
+    FindingKind.TRANSFER_TO_DEVICE: (
+        "Inputs are copied to the device inside the step. Wrap the loader in "
+        "torch_xla.distributed.parallel_loader.MpDeviceLoader to prefetch batches to the device "
+        "in the background."),
+    FindingKind.HOST_TRACING: (
+        "The device waits while the host runs this span's Python and traces the graph. Move work "
+        "that does not need the device out of the step (preprocessing, logging), avoid syncs inside "
+        "the step so tracing overlaps execution, or trace once with torch_xla.compile."),
+    FindingKind.UNATTRIBUTED: (
+        "The device is idle while the host shows no recorded activity (data loading, sleeping, "
+        "untraced Python). Wrap the suspects in xlaprof.trace(...) to see them in the next capture."),
+    FindingKind.CAPTURE_EDGE: (
+        "Host events that started before the capture or ended after it (a long compile, say) are "
+        "not recorded. Capture a longer window, or start it while the workload is in steady state."),
+    FindingKind.CPU_FALLBACK: (
+        "These aten ops have no XLA lowering and ran on the CPU, each a device-to-host-to-device "
+        "round trip. Replace them with ops torch_xla lowers, or move them out of the step."),
+}
+ADVICE[FindingKind.FORCED_EXECUTION] = ADVICE[FindingKind.TRANSFER_FROM_DEVICE]
+
+ADVICE_READ_IN_LIBRARY = (
+    "This read happens inside a library, at a lookup that needs a device value on the host (an index "
+    "found with nonzero/item, a CPU table indexed by a device tensor). It is fixed at the call, not by "
+    "reading less often: keep what the library indexes on the CPU (e.g. a scheduler's timesteps as a "
+    "Python list or CPU tensor) or pass it a Python number instead of a device tensor.")
+ADVICE_CLOSURE = (
+    "This read runs in a step closure (xm.add_step_closure): after the step is dispatched, but it "
+    "still blocks until the device has finished that step before the next one can be traced. Run the "
+    "closure every N steps, or pass run_async=True so the value is read in the background.")
+ADVICE_DATA_DEPENDENT = (
+    "A data-dependent op (nonzero, masked_select, boolean indexing, unique) must copy its input to "
+    "the host to learn its output's shape. Compute the index on the CPU from values you already have, "
+    "or use a fixed-shape form (torch.where(mask, a, b), a mask multiplied in) that stays on the device.")
+ADVICE_SMALL_TRANSFERS = (
+    "These host-to-device copies are tensors created on the host inside the step (torch.tensor(...), "
+    "Python scalars turned into tensors), not input batches: create them once on the device outside the "
+    "loop, or keep them as device tensors between steps.")
+
+_LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]")
+_DATA_DEPENDENT = re.compile(r"\b(nonzero|masked_select|unique|argwhere)\b|\[[^\]]*(==|!=|<|>)[^\]]*\]")
+_CLOSURE = re.compile(r"step_closure")
+_PREFETCHING = re.compile(r"parallel_loader|MpDeviceLoader")
+_HOST_TENSOR = re.compile(r"torch\.(tensor|as_tensor|full|ones|zeros)\(|\.to\(")
+
+
+def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None) -> str:
+    source = stack[-1] if stack else ""
+    if kind is FindingKind.TRANSFER_FROM_DEVICE:
+        if any(_CLOSURE.search(frame) for frame in stack):
+            return ADVICE_CLOSURE
+        if code and _DATA_DEPENDENT.search(code):
+            return ADVICE_DATA_DEPENDENT
+        if _LIBRARY.search(source):
+            return ADVICE_READ_IN_LIBRARY
+    if kind is FindingKind.TRANSFER_TO_DEVICE and (
+            any(_PREFETCHING.search(frame) for frame in stack) or (code and _HOST_TENSOR.search(code))):
+        return ADVICE_SMALL_TRANSFERS
+    return ADVICE[kind]

@@ -1,0 +1,125 @@
+"""Device idle time grouped by what caused it: (cause, user span, Python line).
+
+Contract: ``cause_costs(workers)`` groups every gap piece of every worker by its cause, its user
+span (``None`` outside any span) and its Python line (``PyStack.source`` of the piece's sampled
+stack, ``None`` where none was sampled), and returns one ``CauseCost`` per group with the idle
+time (device microseconds, summed over devices and workers), the number of pieces and the
+costliest stack of the group (outermost frame first, down to the line). Unattributed pieces at
+the window's edges that no stack explains form their own groups (``at_capture_edge``).
+``idle_by_line(costs)`` sums the groups that name a line over their spans: Python lines ranked by
+the idle time they caused, per cause, largest first.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xlaprof.analysis.attribution import CAUSES, Cause
+from xlaprof.analysis.frames import line_text
+
+EDGE_SPAN = -2  # marks unattributed pieces at the capture's edges
+
+
+@dataclass
+class CauseCost:
+    cause: Cause
+    span: str | None
+    span_source: str | None  # the span's own "file:line" (xlaprof.trace), None for xp.Trace spans
+    source: str | None  # the Python line behind the pieces, from their stacks
+    lost_us: float
+    pieces: int
+    stack: tuple[str, ...] = ()  # the costliest stack, outermost first, down to ``source``
+    called_from: str | None = None  # the nearest frame above ``source`` in another file
+    at_capture_edge: bool = False  # unattributed time at the window's edges with no stack
+
+
+@dataclass
+class LineIdle:
+    source: str  # "file:line"
+    code: str | None  # the line's text, when the file is readable here
+    cause: Cause
+    idle_us: float
+    pieces: int
+    stack: tuple[str, ...]
+    called_from: str | None
+    spans: list[str] = field(default_factory=list)  # the user spans it happened in
+
+
+def cause_costs(workers) -> list[CauseCost]:
+    groups: dict[tuple, list] = defaultdict(lambda: [0.0, 0, -1.0, None])
+    for w in workers:
+        for key, us, n, best_us, stack in _worker_groups(w):
+            entry = groups[key]
+            entry[0] += us
+            entry[1] += n
+            if best_us > entry[2]:
+                entry[2], entry[3] = best_us, stack
+    costs = []
+    for (cause, span, span_source, source, edge), (us, n, _, stack) in groups.items():
+        frames = stack.to_source if stack is not None else ()
+        caller = stack.caller if stack is not None else None
+        costs.append(CauseCost(cause, span, span_source, source, us, n, frames, caller, edge))
+    return costs
+
+
+def _worker_groups(w):
+    """((cause, span, span source, line, at edge), idle us, pieces, best stack's us, best stack)."""
+    p = w.pieces
+    if not len(p):
+        return []
+    stacks = w.host.stacks.stacks
+    sources = sorted({s.source for s in stacks if s.source})
+    source_id = {s: i for i, s in enumerate(sources)}
+    of_stack = np.array([source_id.get(s.source, -1) for s in stacks] + [-1], np.int64)
+    piece_source = of_stack[p.stack]  # -1 indexes the trailing "none"
+    span = np.where(w.at_capture_edge(), EDGE_SPAN, p.span)
+    keys = np.stack((p.cause.astype(np.int64), span, piece_source), axis=1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    sums = np.bincount(inverse, weights=p.dur_us)
+    counts = np.bincount(inverse)
+    best_stack, best_us = _costliest_stack(inverse, p.stack, p.dur_us, len(stacks), uniq.shape[0])
+    rows = []
+    for g, (cause, span_id, src) in enumerate(uniq.tolist()):
+        edge = span_id == EDGE_SPAN
+        name, span_source = (None, None) if edge else w.host.spans.label(span_id)
+        stack = stacks[best_stack[g]] if best_stack[g] >= 0 else None
+        rows.append(((CAUSES[cause], name, span_source, sources[src] if src >= 0 else None, edge),
+                     float(sums[g]), int(counts[g]), float(best_us[g]), stack))
+    return rows
+
+
+def _costliest_stack(group: np.ndarray, stack: np.ndarray, dur: np.ndarray, n_stacks: int, n_groups: int):
+    """Per group: the stack id holding most of its idle time (-1 for none), and that time."""
+    pair = group * (n_stacks + 1) + (stack + 1)
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    us = np.bincount(inverse.reshape(-1), weights=dur)
+    owner, stack_id = uniq // (n_stacks + 1), uniq % (n_stacks + 1) - 1
+    order = np.lexsort((-us, owner))
+    first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
+    best, best_us = np.full(n_groups, -1, np.int64), np.zeros(n_groups)
+    best[owner[first]], best_us[owner[first]] = stack_id[first], us[first]
+    return best, best_us
+
+
+def idle_by_line(costs: list[CauseCost]) -> list[LineIdle]:
+    lines: dict[tuple, LineIdle] = {}
+    best: dict[tuple, float] = {}
+    for cost in costs:
+        if cost.source is None:
+            continue
+        key = (cost.source, cost.cause)
+        row = lines.get(key)
+        if row is None:
+            row = lines[key] = LineIdle(cost.source, line_text(cost.source), cost.cause, 0.0, 0, cost.stack,
+                                        cost.called_from)
+            best[key] = cost.lost_us
+        elif cost.lost_us > best[key]:
+            row.stack, row.called_from, best[key] = cost.stack, cost.called_from, cost.lost_us
+        row.idle_us += cost.lost_us
+        row.pieces += cost.pieces
+        if cost.span and cost.span not in row.spans:
+            row.spans.append(cost.span)
+    return sorted(lines.values(), key=lambda r: (-r.idle_us, r.source))
