@@ -26,11 +26,14 @@ def _say(message: str) -> None:
     print(f"[demo] {message}", file=sys.stderr, flush=True)
 
 
-def start_worker(port: int, debug_file: str, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None) -> subprocess.Popen:
-    env = dict(os.environ, PJRT_DEVICE="CPU", PT_XLA_DEBUG_LEVEL="2", PT_XLA_DEBUG_FILE=debug_file, **(env or {}))
+def start_worker(port: int, debug_file: str | None, extra_args: list[str] | None = None,
+                 env: dict[str, str] | None = None, module: str = "collectors.demo_worker") -> subprocess.Popen:
+    """Start ``python -m module --port P --watch-stdin ...`` on the CPU device; with a
+    ``debug_file``, torch_xla's debug output (compile causes) goes there."""
+    debug = {"PT_XLA_DEBUG_LEVEL": "2", "PT_XLA_DEBUG_FILE": debug_file} if debug_file else {}
+    env = dict(os.environ, PJRT_DEVICE="CPU", **debug, **(env or {}))
     return subprocess.Popen(
-        [sys.executable, "-m", "collectors.demo_worker", "--port", str(port), "--watch-stdin", *(extra_args or [])],
+        [sys.executable, "-m", module, "--port", str(port), "--watch-stdin", *(extra_args or [])],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
 
 

@@ -26,6 +26,15 @@ def _capture(port: int, logdir: str, name: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
+def capture_worker(logdir: str, name: str, *args: str, module: str, debug_file: str | None = None) -> str:
+    """Start a workload, capture it with the real CLI as session ``name``, stop it; the session dir."""
+    worker = DemoWorker(*args, debug_file=debug_file, module=module)
+    try:
+        return _capture(worker.port, logdir, name)
+    finally:
+        worker.stop()
+
+
 @pytest.fixture(scope="session")
 def live_worker(tmp_path_factory):
     worker = DemoWorker(debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"))

@@ -1,7 +1,8 @@
 """Real torch_xla worker processes and real CLI runs, for the integration tests.
 
-Contract: ``DemoWorker(*args)`` starts ``collectors.demo_worker`` on the CPU XLA device on a
-free port (``.port``) and waits until it is training; ``.stop()`` ends it. ``run_cli(*args)``
+Contract: ``DemoWorker(*args)`` starts ``collectors.demo_worker`` (or ``module=``, e.g. a workload
+of ``tests.support.workloads``) on the CPU XLA device on a free port (``.port``) and waits until it
+is running; ``.stop()`` ends it. ``run_cli(*args)``
 runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
 ``SYNC_COUNTS`` is worker-script source defining ``counts()``: the (TransferFromDevice, MarkStep)
 counts so far, for the tests that check instrumentation adds neither.
@@ -26,8 +27,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class DemoWorker:
-    def __init__(self, *args: str, debug_file: str, port: int | None = None, env: dict | None = None) -> None:
-        self.process = start_worker(port or free_port(), debug_file, list(args), env)
+    def __init__(self, *args: str, debug_file: str | None, port: int | None = None, env: dict | None = None,
+                 module: str = "collectors.demo_worker") -> None:
+        path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+        env = dict(env or {}, PYTHONPATH=path)  # the workloads of tests/ import from the repo
+        self.process = start_worker(port or free_port(), debug_file, list(args), env, module)
         try:
             self.port = wait_ready(self.process)
         except BaseException:

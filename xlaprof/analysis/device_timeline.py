@@ -3,8 +3,11 @@
 Contract: ``device_timelines(space)`` returns one ``DeviceTimeline`` per device, ordered by name:
 - TPU and GPU: each ``/device:TPU:N`` (or GPU) plane; busy time is its "XLA Modules" line
   (else "XLA Ops", else every non-derived line), merged.
-- CPU XLA device (no accelerator planes): the PJRT CPU executable's execution events
-  (``ThunkExecutor::Execute``) on the host plane, as one device ``CPU:0``.
+- CPU XLA device (no accelerator planes): on the host plane, as one device ``CPU:0``, the PJRT
+  CPU executable's execution events (``ThunkExecutor::Execute``, and its "(wait for completion)"
+  form) united with the thunks they run (events carrying a ``program_id``): torch_xla 2.9 runs a
+  program's first thunks inline before its executor event begins, so the executor events alone
+  miss busy time (measured: a 4.3 ms dot before a 5 ms executor event).
 Busy intervals are merged, sorted, disjoint, in microseconds on the worker's clock.
 """
 from __future__ import annotations
@@ -70,8 +73,8 @@ def device_timelines(space: XSpaceData) -> list[DeviceTimeline]:
     host = space.plane(vocabulary.HOST_PLANE)
     if host is None:
         return []
-    for names in (vocabulary.CPU_EXECUTION_EVENTS, vocabulary.CPU_EXECUTION_FALLBACK_EVENTS):
-        rows = host.rows_named(names)
-        if rows.size:
-            return [_timeline(vocabulary.CPU_DEVICE_NAME, DeviceKind.CPU, host, rows)]
-    return []
+    rows = np.union1d(host.rows_named(vocabulary.CPU_EXECUTION_EVENTS),
+                      host.int_column(vocabulary.PROGRAM_ID_STAT).rows)
+    if rows.size == 0:
+        rows = host.rows_named(vocabulary.CPU_EXECUTION_FALLBACK_EVENTS)
+    return [_timeline(vocabulary.CPU_DEVICE_NAME, DeviceKind.CPU, host, rows)] if rows.size else []

@@ -28,7 +28,9 @@ METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
 
 # On the CPU XLA device the compiled program runs on PJRT CPU client threads of the host plane.
-CPU_EXECUTION_EVENTS = ("ThunkExecutor::Execute",)
+# torch_xla 2.9 names an execution whose thunks run on the intra-op pool "... (wait for completion)"
+# (it spans the whole program run); an execution done inline on the calling thread keeps the plain name.
+CPU_EXECUTION_EVENTS = ("ThunkExecutor::Execute", "ThunkExecutor::Execute (wait for completion)")
 CPU_EXECUTION_FALLBACK_EVENTS = ("PjRtCpuExecutable::ExecuteHelper",)
 CPU_DEVICE_NAME = "CPU:0"
 # Each thunk of a CPU execution is an event named after its HLO instruction, carrying these stats;

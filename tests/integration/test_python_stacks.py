@@ -1,0 +1,112 @@
+"""The exact line in code nobody here instrumented: real torch_xla workers, captured by the real
+CLI, analysed from their sampled Python stacks (no xlaprof spans, no debug flags).
+
+Workloads: ``tests.support.workloads.denoise_worker`` (a sampling loop calling the library-like
+``tiny_scheduler``, whose reads are ``(self.timesteps == timestep).nonzero().item()``), in variants
+that differ in one thing, and ``diffusers_worker`` (diffusers' own DPM-Solver scheduler and UNet).
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from tests.conftest import capture_worker
+from tests.support.workloads import tiny_scheduler
+from xlaprof.analysis import analyze
+from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT
+from xlaprof.report import analysis_json
+from xlaprof.session import Session
+
+pytestmark = pytest.mark.torch_xla
+
+DENOISE = "tests.support.workloads.denoise_worker"
+VARIANTS = {
+    "library": [],  # no spans at all
+    "reads_xp": ["--spans", "xp"],  # torch_xla's own spans only
+    "no_reads_xp": ["--spans", "xp", "--no-scheduler-reads"],  # the A/B twin
+    "closure": ["--no-scheduler-reads", "--closure-every", "1"],
+    "old_server": ["--spans", "xp", "--server", "xp"],  # xp.start_server: no sampler
+}
+SCHEDULER_FILE = tiny_scheduler.__file__
+
+
+def _line_of(function, text: str) -> str:
+    lines, first = inspect.getsourcelines(function)
+    return f"{SCHEDULER_FILE}:{first + next(i for i, line in enumerate(lines) if text in line)}"
+
+
+READ_LINE = _line_of(tiny_scheduler.TinyScheduler.index_for_timestep, ".nonzero().item()")
+
+
+@pytest.fixture(scope="module")
+def stacks_reports(tmp_path_factory) -> dict[str, tuple[dict, object]]:
+    logdir = str(tmp_path_factory.mktemp("stacks"))
+    reports = {}
+    for variant, args in VARIANTS.items():
+        session = capture_worker(logdir, variant, *args, module=DENOISE)
+        analysis = analyze(Session.load(session))
+        reports[variant] = (analysis_json(analysis), analysis)
+    return reports
+
+
+def test_a_read_inside_a_library_without_spans_is_named_with_its_line_and_caller(stacks_reports):
+    report, _ = stacks_reports["library"]
+    assert report["notes"] == []
+    read = next(f for f in report["findings"] if f["kind"] == "transfer_from_device")
+    assert read["source"] == READ_LINE and read["span"] is None
+    assert read["code"] == "return (self.timesteps == timestep).nonzero().item()"
+    assert "denoise_worker.py:" in read["called_from"]
+    assert any("denoise_worker.py" in frame and "sample" in frame for frame in read["stack"])
+    assert read["stack"][-1].startswith(READ_LINE) and read["advice"] == ADVICE_DATA_DEPENDENT
+    assert read["count"] >= 10 and read["lost_us"] > 0
+    top_line = report["idle_by_line"][0]
+    assert (top_line["source"], top_line["cause"]) == (READ_LINE, "transfer_from_device")
+    # The read's line leads the findings: it is what costs the device most in this loop.
+    assert report["findings"][0]["source"] == READ_LINE
+
+
+def test_torch_xla_spans_are_user_spans_and_the_stack_gives_their_line(stacks_reports):
+    report, analysis = stacks_reports["reads_xp"]
+    spans = set(analysis.workers[0].host.spans.name)
+    assert {"denoise", "unet", "scheduler_step"} <= spans
+    steps = report["steps"][next(iter(report["steps"]))]
+    assert len(steps) >= 10 and all(s["name"] == "denoise" for s in steps)
+    read = next(f for f in report["findings"] if f["kind"] == "transfer_from_device")
+    assert read["span"] == "scheduler_step" and read["source"] == READ_LINE
+
+
+def test_a_read_in_a_step_closure_is_named_and_advised_as_one(stacks_reports):
+    report, _ = stacks_reports["closure"]
+    read = next(f for f in report["findings"] if f["kind"] == "transfer_from_device")
+    assert read["source"].endswith("denoise_worker.py:" + _worker_line("latents.norm().item()"))
+    assert any("_run_step_closures" in frame for frame in read["stack"])
+    assert read["advice"] == ADVICE_CLOSURE
+
+
+def test_the_reads_are_charged_their_true_cost(stacks_reports):
+    """A/B: the step time the reads cost (measured: median step with reads minus without) is
+    what the analysis charges them per step, within 30%."""
+    with_reads, _ = stacks_reports["reads_xp"]
+    without, _ = stacks_reports["no_reads_xp"]
+    median = lambda r: float(np.median([s["wall_us"] for s in next(iter(r["steps"].values()))]))  # noqa: E731
+    saving = median(with_reads) - median(without)
+    steps = len(next(iter(with_reads["steps"].values())))
+    charged = with_reads["idle_by_cause_us"]["transfer_from_device"] / steps
+    assert saving > 0.05 * median(without), (saving, median(without))
+    assert abs(charged - saving) <= 0.3 * saving, (charged, saving)
+
+
+def test_a_worker_without_the_sampler_degrades_to_spans_and_says_so_once(stacks_reports):
+    report, _ = stacks_reports["old_server"]
+    assert len(report["notes"]) == 1 and "no Python stacks" in report["notes"][0]
+    assert report["idle_by_line"] == []
+    read = next(f for f in report["findings"] if f["kind"] == "transfer_from_device")
+    assert read["span"] == "scheduler_step" and read["stack"] == []
+
+
+def _worker_line(text: str) -> str:
+    from tests.support.workloads import denoise_worker
+    lines = inspect.getsource(denoise_worker).splitlines()
+    return str(next(i for i, line in enumerate(lines, 1) if text in line))

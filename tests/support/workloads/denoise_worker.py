@@ -1,0 +1,91 @@
+"""A diffusion-style sampling loop on the CPU XLA device that calls a library-like scheduler.
+
+Run as ``python -m tests.support.workloads.denoise_worker --port P --watch-stdin [options]``.
+Per step: a small denoiser on the device, then ``TinyScheduler.step`` (which reads device values
+unless ``--no-scheduler-reads``), then a sync (``torch_xla.sync()``, or ``xp.StepTrace``'s own on
+its exit). Options:
+- ``--server xlaprof|xp``: the profiler server of ``xlaprof.start_server`` (with the stack
+  sampler) or torch_xla's own ``xp.start_server`` (no sampler: the analysis must degrade).
+- ``--spans none|xp``: no spans at all, or torch_xla's own ``xp.StepTrace``/``xp.Trace``.
+- ``--closure-every N``: every N steps, read the latents' norm in a step closure
+  (``xm.add_step_closure``), the torch_xla examples' logging pattern.
+- ``--stack-hz``: the sampler's rate (``xlaprof.start_server(stack_hz=...)``).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import threading
+
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+
+STEPS_PER_RUN = 10
+LOGGED: list[float] = []
+
+
+def log_norm(latents) -> None:
+    LOGGED.append(latents.norm().item())  # the closure's read
+
+
+def sample(args) -> None:
+    import torch
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+    import torch_xla.debug.profiler as xp
+
+    from tests.support.workloads.tiny_scheduler import TinyScheduler
+
+    if args.server == "xp":
+        server = xp.start_server(args.port)  # noqa: F841 (the server lives as long as this reference)
+    else:
+        import xlaprof
+        xlaprof.start_server(args.port, stack_hz=args.stack_hz)
+    device = torch_xla.device()
+    torch.manual_seed(0)
+    denoiser = torch.nn.Sequential(torch.nn.Linear(256, 2048), torch.nn.GELU(), torch.nn.Linear(2048, 256)).to(device)
+    scheduler = TinyScheduler(reads=args.scheduler_reads)
+    spans = args.spans == "xp"
+    step = 0
+    while True:
+        scheduler.set_timesteps(STEPS_PER_RUN, device)
+        latents = torch.randn(256, 256, device=device)
+        for t in scheduler.timesteps:
+            # xp.StepTrace syncs when it exits (a sync inside xp.Trace fails: it holds an IR scope).
+            with xp.StepTrace("denoise", step_num=step) if spans else contextlib.nullcontext():
+                with xp.Trace("unet") if spans else contextlib.nullcontext():
+                    noise = denoiser(latents)
+                with xp.Trace("scheduler_step") if spans else contextlib.nullcontext():
+                    latents = scheduler.step(noise, t, latents)
+            if not spans:
+                torch_xla.sync()
+            if args.closure_every and step % args.closure_every == 0:
+                xm.add_step_closure(log_norm, (latents,))
+            step += 1
+            if step == 2 * STEPS_PER_RUN:
+                print(f"ready {args.port}", flush=True)
+
+
+def _exit_when_stdin_closes() -> None:
+    sys.stdin.read()
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--server", choices=("xlaprof", "xp"), default="xlaprof")
+    parser.add_argument("--spans", choices=("none", "xp"), default="none")
+    parser.add_argument("--no-scheduler-reads", dest="scheduler_reads", action="store_false")
+    parser.add_argument("--closure-every", type=int, default=0)
+    parser.add_argument("--stack-hz", type=int, default=1000)
+    parser.add_argument("--watch-stdin", action="store_true")
+    args = parser.parse_args(argv)
+    if args.watch_stdin:
+        threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
+    sample(args)
+
+
+if __name__ == "__main__":
+    main()
