@@ -34,7 +34,7 @@ class DeviceTimeline:
     name: str  # "TPU:0", "GPU:1", "CPU:0"
     kind: DeviceKind
     plane: Plane
-    rows: np.ndarray  # int64: the plane's event rows whose union is the busy time
+    rows: np.ndarray  # int64: the plane's execution events (on the CPU device, its thunks add busy time)
     busy_starts: np.ndarray  # float64 us, merged
     busy_ends: np.ndarray  # float64 us, merged
 
@@ -43,9 +43,11 @@ class DeviceTimeline:
         return intervals.total(self.busy_starts, self.busy_ends)
 
 
-def _timeline(name: str, kind: DeviceKind, plane: Plane, rows: np.ndarray) -> DeviceTimeline:
-    starts = plane.events.start_us[rows]
-    starts, ends = intervals.merge(starts, starts + plane.events.dur_us[rows])
+def _timeline(name: str, kind: DeviceKind, plane: Plane, rows: np.ndarray,
+              also_busy: np.ndarray | None = None) -> DeviceTimeline:
+    busy = rows if also_busy is None else np.union1d(rows, also_busy)
+    starts = plane.events.start_us[busy]
+    starts, ends = intervals.merge(starts, starts + plane.events.dur_us[busy])
     return DeviceTimeline(name, kind, plane, rows, starts, ends)
 
 
@@ -73,8 +75,10 @@ def device_timelines(space: XSpaceData) -> list[DeviceTimeline]:
     host = space.plane(vocabulary.HOST_PLANE)
     if host is None:
         return []
-    rows = np.union1d(host.rows_named(vocabulary.CPU_EXECUTION_EVENTS),
-                      host.int_column(vocabulary.PROGRAM_ID_STAT).rows)
+    rows = host.rows_named(vocabulary.CPU_EXECUTION_EVENTS)
     if rows.size == 0:
         rows = host.rows_named(vocabulary.CPU_EXECUTION_FALLBACK_EVENTS)
-    return [_timeline(vocabulary.CPU_DEVICE_NAME, DeviceKind.CPU, host, rows)] if rows.size else []
+    thunks = host.int_column(vocabulary.PROGRAM_ID_STAT).rows
+    if rows.size == 0 and thunks.size == 0:
+        return []
+    return [_timeline(vocabulary.CPU_DEVICE_NAME, DeviceKind.CPU, host, rows, thunks)]
