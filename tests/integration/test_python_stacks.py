@@ -15,13 +15,15 @@ import pytest
 from tests.conftest import capture_worker
 from tests.support.workloads import tiny_scheduler
 from xlaprof.analysis import analyze
-from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT
+from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
 
 pytestmark = pytest.mark.torch_xla
 
 DENOISE = "tests.support.workloads.denoise_worker"
+DIFFUSERS = "tests.support.workloads.diffusers_worker"
+DPM_SOLVER = "diffusers/schedulers/scheduling_dpmsolver_multistep.py"
 VARIANTS = {
     "library": [],  # no spans at all
     "reads_xp": ["--spans", "xp"],  # torch_xla's own spans only
@@ -110,3 +112,22 @@ def _worker_line(text: str) -> str:
     from tests.support.workloads import denoise_worker
     lines = inspect.getsource(denoise_worker).splitlines()
     return str(next(i for i, line in enumerate(lines, 1) if text in line))
+
+
+@pytest.fixture(scope="module")
+def diffusers_report(tmp_path_factory) -> dict:
+    session = capture_worker(str(tmp_path_factory.mktemp("diffusers")), "dpm", module=DIFFUSERS)
+    return analysis_json(analyze(Session.load(session)))
+
+
+def test_reads_deep_inside_diffusers_are_named_at_the_scheduler_line(diffusers_report):
+    rows = [row for row in diffusers_report["idle_by_line"] if row["cause"] == "transfer_from_device"]
+    in_scheduler = [row for row in rows if row["source"].split(":")[0].endswith(DPM_SOLVER)]
+    assert in_scheduler, [row["source"] for row in rows]
+    lookup = in_scheduler[0]
+    assert lookup["code"] and ("nonzero" in lookup["code"] or ".item()" in lookup["code"])
+    assert any("diffusers_worker.py" in frame and "sample" in frame for frame in lookup["stack"])
+    assert "diffusers_worker.py:" in lookup["called_from"]  # the user's call, past the library's own frames
+    read = next(f for f in diffusers_report["findings"]
+                if f["kind"] == "transfer_from_device" and f["source"].split(":")[0].endswith(DPM_SOLVER))
+    assert read["advice"] in (ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY)

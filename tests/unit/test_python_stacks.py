@@ -144,3 +144,24 @@ def test_the_line_table_adds_up_to_the_idle_time_that_has_a_stack(tmp_path):
     assert sum(row.idle_us for row in result.idle_by_line) == pytest.approx(with_stack)
     read = next(f for f in result.findings if f.kind is FindingKind.TRANSFER_FROM_DEVICE)
     assert read.source == "train.py:57" and read.stack[-1] == "train.py:57 log_loss" and read.count == 4
+
+
+def test_the_compilers_passes_are_no_user_spans_and_an_orphan_compile_is_a_compile(tmp_path):
+    builder = XSpaceBuilder()
+    builder.task_environment(1000.0)
+    python = builder.plane(vocabulary.HOST_PLANE).line("python", line_id=1)
+    python.event("Codegen", 0, 200)  # a compile begun before the capture: its passes, no compile event
+    python.event("dce", 10, 40)
+    python.event("fusion", 60, 30)  # a pass the vocabulary does not list, inside the orphan compile
+    python.event("reporting", 300, 150)  # xp.Trace
+    python.event("XLAGraphExecutor::Compile", 500, 100, graph_hash="h1")
+    python.event("RunInvariantCheckers", 510, 20)
+    python.event("while-loop-simplifier", 540, 20)
+    python.event(TFD, 700, 50)
+    builder.plane("/device:TPU:0").line("XLA Modules").event("SyncTensorsGraph.1", 800, 150)
+    result = analysed(tmp_path, builder.to_bytes())
+    assert result.workers[0].host.spans.name == ["reporting"]
+    edge = [r for r in result.workers[0].compiles if r.cause == "already compiling when the capture started"]
+    assert [(r.start_us, r.dur_us) for r in edge] == [(0.0, 200.0)]
+    # [0,200] the orphan compile, [500,600] the recorded one; the rest of [0,800] as before.
+    assert result.idle_by_cause["compile"] == pytest.approx(300.0)

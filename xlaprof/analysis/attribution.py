@@ -90,7 +90,7 @@ class CauseIntervals:
             CODE[Cause.HOST_TRACING]: host.tracing,
             CODE[Cause.TRANSFER_TO_DEVICE]: host.transfers_to_device,
             CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
-            CODE[Cause.COMPILE]: host.compiles,
+            CODE[Cause.COMPILE]: host.compiles.concat(host.edge_compile),
         }
         starts, ends = [np.zeros(0)], [np.zeros(0)]
         for code in range(1, len(CAUSES)):

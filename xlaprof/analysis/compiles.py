@@ -21,6 +21,10 @@ from xlaprof.analysis.host_activity import HostActivity
 from xlaprof.analysis.span_index import NO_SPAN
 
 
+# The cause of a compile the capture caught mid-way (see analysis.session_analysis).
+COMPILE_AT_START = "already compiling when the capture started"
+
+
 @dataclass
 class CompileRecord:
     start_us: float  # on the worker's clock

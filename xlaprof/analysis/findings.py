@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from xlaprof.analysis.advice import ADVICE, FindingKind, advice_for
 from xlaprof.analysis.attribution import Cause
-from xlaprof.analysis.compiles import CompileSummary
+from xlaprof.analysis.compiles import COMPILE_AT_START, CompileSummary
 from xlaprof.analysis.frames import line_text
 from xlaprof.analysis.idle_costs import CauseCost
 from xlaprof.analysis.reads import ReadSummary
@@ -98,7 +98,9 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
         else:
             what = f"{count} compile(s)"
         trigger = compiles.trigger_by_span.get(span_key)
-        if trigger and trigger.trigger:
+        if trigger and trigger.cause == COMPILE_AT_START:
+            what += f", one {COMPILE_AT_START}"
+        elif trigger and trigger.trigger:
             where += f" (torch_xla: '{trigger.cause}' at {trigger.trigger})"
     elif cost.cause is Cause.TRANSFER_FROM_DEVICE:
         count = reads.by_source.get(cost.source, 0) if cost.source else reads.by_span.get(span_key, 0)

@@ -10,7 +10,8 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   transfer on its thread, each within ``READ_JOIN_US`` of the next. ``EventSet.rows`` still name
   the transfer events themselves.
 - ``transfers_to_device``, ``compiles`` (graph-level ``XLAGraphExecutor::Compile`` with its
-  ``graph_hash``; the backend compile where no graph-level event exists), ``tracing`` (the lazy
+  ``graph_hash``; the backend compile where no graph-level event exists), ``edge_compile``: the
+  compiler's passes of a compile that began before the capture (``span_index.compiler_rows``), ``tracing`` (the lazy
   tensor machinery and the user's spans: the host running the step's Python).
 - ``spans``: the user spans (``SpanIndex``) and ``main_line``, the training loop's thread.
 - ``stacks``: the Python stacks the worker's sampler recorded (``StackSamples``; empty for a worker
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xlaprof.analysis.python_stacks import StackSamples
-from xlaprof.analysis.span_index import SpanIndex
+from xlaprof.analysis.span_index import SpanIndex, compiler_rows
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane
 from xlaprof.xspace.reader import XSpaceData
@@ -97,6 +98,7 @@ class HostActivity:
     main_line: int
     stacks: StackSamples = field(default_factory=StackSamples.empty)
     python_lines: frozenset[int] = frozenset()
+    edge_compile: EventSet = field(default_factory=lambda: EventSet.of(None, np.zeros(0, np.int64)))
 
     @staticmethod
     def from_space(space: XSpaceData) -> HostActivity:
@@ -130,7 +132,7 @@ class HostActivity:
         span_rows = np.union1d(runtime_rows, spans.rows)
         return HostActivity(plane, tfd, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE)),
                             compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
-                            stacks, python_lines)
+                            stacks, python_lines, EventSet.of(plane, compiler_rows(plane, python_lines)))
 
     def span_at(self, line: int, t: float) -> int:
         """The innermost user span at ``t`` on ``line`` (the main line when ``line`` < 0)."""

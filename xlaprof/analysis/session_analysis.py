@@ -17,7 +17,7 @@ import numpy as np
 
 from xlaprof.analysis import intervals
 from xlaprof.analysis.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
-from xlaprof.analysis.compiles import CompileRecord, CompileSummary, compile_records, summarize_compiles
+from xlaprof.analysis.compiles import COMPILE_AT_START, CompileRecord, CompileSummary, compile_records, summarize_compiles
 from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
 from xlaprof.analysis.device_profile import DeviceProfile, device_profile
 from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
@@ -37,7 +37,6 @@ from xlaprof.session.manifest import WorkerStatus
 from xlaprof.xspace.metrics import MetricsDelta, window_metrics
 
 HOST_RECORDED_SHARE = 0.5
-COMPILE_AT_START = "already compiling when the capture started"
 NO_STACKS_NOTE = ("no Python stacks in the capture of {workers} (a worker without xlaprof's stack sampler: "
                   "xp.start_server, an older xlaprof, or stack_hz=0): lines come from spans only")
 
@@ -215,7 +214,7 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     records = compile_records(host, debug)
     records = [r for r in records if window[0] <= r.start_us < window[1]]
     metrics = window_metrics(host.plane)
-    records += _compile_at_start(pieces, window, metrics, len(records))
+    records += _edge_compile(host) or _compile_at_start(pieces, window, metrics, len(records))
     programs = program_executions(devices, host)
     hlo = hlo_modules(space)
     _link_programs(records, programs, hlo)
@@ -236,6 +235,15 @@ def _host_recorded(window: tuple[float, float], host: HostActivity) -> tuple[flo
     last = max(float(ends.max()) if ends.size else -np.inf, float(host.stacks.end.max()) if len(host.stacks) else -np.inf)
     cut = window[0] + HOST_RECORDED_SHARE * (window[1] - window[0]) <= last < window[1]
     return (window[0], last) if cut else window
+
+
+def _edge_compile(host: HostActivity) -> list[CompileRecord]:
+    """The compile whose passes the capture recorded but not its start (``host.edge_compile``)."""
+    edge = host.edge_compile
+    if not len(edge):
+        return []
+    start = float(edge.start.min())
+    return [CompileRecord(start, float(edge.end.max()) - start, None, None, None, cause=COMPILE_AT_START)]
 
 
 def _compile_at_start(pieces: GapPieces, window: tuple[float, float], metrics: MetricsDelta | None,

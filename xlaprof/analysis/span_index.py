@@ -3,8 +3,8 @@ the lookup of the innermost one.
 
 Contract: a user span is a host event carrying a ``source`` stat (``file:line``) or a
 ``step_num`` stat, or, on the lines of Python threads (``python_lines``), any event that is not
-the runtime's own (``vocabulary.is_runtime_event``): that is how ``xp.Trace("reporting")`` and
-any other TraceMe the user's code records look. Such a span has no ``source`` of its own; the
+the runtime's own (``vocabulary.is_runtime_event``) nor inside a runtime event (the compiler's
+passes, ``vocabulary.COMPILER_PASS_EVENTS``, and what runs inside them): that is how ``xp.Trace("reporting")`` and any other TraceMe the user's code records look. Such a span has no ``source`` of its own; the
 analysis names its line from the Python stacks. ``SpanIndex.innermost_all(lines, times)`` returns, for each pair, the row
 (into the index's own arrays) of the innermost span active on that host line at that time, or
 -1. Spans on one thread nest properly, so the innermost is the latest-starting span still open.
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xlaprof.analysis import intervals
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane
 
@@ -113,8 +114,48 @@ def _user_tracemes(plane: Plane, python_lines: frozenset[int]) -> np.ndarray:
     user_names = np.array([i for i, n in enumerate(plane.names) if not vocabulary.is_runtime_event(n)], np.int32)
     if user_names.size == 0:
         return np.zeros(0, np.int64)
-    on_python = np.isin(plane.events.line, np.array(sorted(python_lines), np.int32))
-    return np.flatnonzero(on_python & np.isin(plane.events.name, user_names))
+    ev = plane.events
+    on_python = np.isin(ev.line, np.array(sorted(python_lines), np.int32))
+    user = np.isin(ev.name, user_names)
+    candidates, runtime = np.flatnonzero(on_python & user), np.flatnonzero(on_python & ~user)
+    candidates = candidates[~_inside(ev, candidates, runtime)]
+    orphans = compiler_rows(plane, python_lines)
+    if orphans.size == 0:
+        return candidates
+    return candidates[~_inside(ev, candidates, orphans, whole_lines=True)]
+
+
+def compiler_rows(plane: Plane | None, python_lines: frozenset[int]) -> np.ndarray:
+    """The XLA compiler's passes on Python threads outside any recorded compile: a compile that
+    was already running when the capture started (its compile event began before the capture)."""
+    if plane is None or not python_lines:
+        return np.zeros(0, np.int64)
+    ev = plane.events
+    on_python = np.isin(ev.line, np.array(sorted(python_lines), np.int32))
+    passes = np.flatnonzero(on_python & np.isin(ev.name, plane.name_ids(vocabulary.COMPILER_PASS_EVENTS)))
+    runtime = np.flatnonzero(on_python & np.isin(ev.name, plane.name_ids(
+        vocabulary.GRAPH_COMPILE | vocabulary.BACKEND_COMPILE)))
+    return passes[~_inside(ev, passes, runtime)]
+
+
+def _inside(ev, rows: np.ndarray, enclosing: np.ndarray, whole_lines: bool = False) -> np.ndarray:
+    """Which ``rows`` lie within an ``enclosing`` event of their line (``whole_lines``: within the
+    extent of all of them on that line): the XLA compiler's passes ("dce", "Codegen") run inside
+    a compile on the Python thread; a user's span never does."""
+    inside = np.zeros(rows.size, bool)
+    for line in np.unique(ev.line[rows]).tolist():
+        mine = np.flatnonzero(ev.line[rows] == line)
+        around = enclosing[ev.line[enclosing] == line]
+        if around.size == 0:
+            continue
+        starts, ends = ev.start_us[around], ev.start_us[around] + ev.dur_us[around]
+        if whole_lines:
+            starts, ends = starts.min(keepdims=True), ends.max(keepdims=True)
+        starts, ends = intervals.merge(starts, ends)
+        s = ev.start_us[rows[mine]]
+        k = intervals.covering(starts, ends, s)
+        inside[mine] = (k >= 0) & (s + ev.dur_us[rows[mine]] <= ends[np.maximum(k, 0)])
+    return inside
 
 
 def _text(value) -> str | None:

@@ -79,6 +79,14 @@ def is_runtime_event(name: str) -> bool:
     return (name in RUNTIME_EVENTS or name in TRACING or name in SYNC_BARRIER or name == METRICS_EVENT
             or bool(_RUNTIME_NAME.search(name)))
 
+# The XLA compiler's outer passes, recorded on the thread that compiles (torch_xla 2.9, CPU): inside
+# a compile event normally; alone when the compile began before the capture did.
+COMPILER_PASS_EVENTS = frozenset({
+    "Codegen", "SplitModule", "RunInvariantCheckers", "HLO passes through layout assignment",
+    "after layout assignment", "simplification after layout assignment", "dce", "algsimp", "cse",
+    "simplification", "constant_folding",
+})
+
 # An explicit sync (torch_xla.sync(), xm.mark_step()): the step's graph, never part of a read call.
 STEP_BOUNDARY = frozenset({"StepMarker", "SyncLiveTensorsGraph"})
 

@@ -1,0 +1,67 @@
+"""Real third-party code: diffusers' UNet and DPM-Solver scheduler sampling on the CPU XLA device.
+
+Run as ``python -m tests.support.workloads.diffusers_worker --port P --watch-stdin``. The models
+are built from small configs with random weights (no hub downloads). Each sampling run calls
+``scheduler.set_timesteps(..., device=xla)``, so the scheduler's first ``step`` looks its index up
+on the device (``(schedule_timesteps == timestep).nonzero()`` then ``.item()``), as diffusers does
+on an accelerator. No spans, no debug flags: only ``xlaprof.start_server``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+STEPS_PER_RUN = 4
+
+
+def sample(port: int) -> None:
+    import torch
+    import torch_xla
+    from diffusers import DPMSolverMultistepScheduler, UNet2DModel
+
+    import xlaprof
+
+    xlaprof.start_server(port)
+    device = torch_xla.device()
+    torch.manual_seed(0)
+    unet = UNet2DModel(sample_size=8, in_channels=3, out_channels=3, layers_per_block=1,
+                       block_out_channels=(16, 32), norm_num_groups=8,
+                       down_block_types=("DownBlock2D", "DownBlock2D"),
+                       up_block_types=("UpBlock2D", "UpBlock2D")).to(device).eval()
+    scheduler = DPMSolverMultistepScheduler(num_train_timesteps=1000)
+    runs = 0
+    with torch.no_grad():
+        while True:
+            scheduler.set_timesteps(STEPS_PER_RUN, device=device)
+            latents = torch.randn(2, 3, 8, 8, device=device)
+            for t in scheduler.timesteps:
+                noise = unet(latents, t).sample
+                latents = scheduler.step(noise, t, latents).prev_sample
+                torch_xla.sync()
+            runs += 1
+            if runs == 2:
+                print(f"ready {port}", flush=True)
+
+
+def _exit_when_stdin_closes() -> None:
+    sys.stdin.read()
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--watch-stdin", action="store_true")
+    args = parser.parse_args(argv)
+    if args.watch_stdin:
+        threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
+    sample(args.port)
+
+
+if __name__ == "__main__":
+    main()
