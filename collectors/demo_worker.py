@@ -3,9 +3,10 @@
 Run as ``python -m collectors.demo_worker --port P`` (``xlaprof demo`` does). It starts the
 profiler server, prints ``ready <port>`` on stdout once warmed up, and trains until it is
 stopped, ``--seconds`` pass, or its stdin closes. The mistakes, each in its own span:
-- ``log_loss``: ``loss.item()`` every step, a blocking read that stalls the device;
-- ``make_batch``: a sequence length that grows every step, so every step traces a new graph
-  shape and torch_xla recompiles.
+- ``log_loss``: ``loss.item()`` every step, a blocking read: the host waits for the device to
+  finish the step before it can trace the next one, so the device idles while it does;
+- ``make_batch``: a sequence length that grows every ``RESHAPE_EVERY`` steps, so those steps trace
+  a new graph shape and torch_xla recompiles.
 With ``--fallback-every N``, a third: ``robust_stats`` takes a ``torch.median``, which has no XLA
 lowering and runs on the CPU (an ``aten::`` fallback with its transfers).
 """
@@ -20,8 +21,13 @@ import time
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 
+RESHAPE_EVERY = 10  # steps between two sequence lengths (without --fixed-shapes)
+BATCH = 64
+
+
 def build_model(torch):
-    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+    # Wide enough that a step keeps the device busy for milliseconds: the read's wait then costs.
+    return torch.nn.Sequential(torch.nn.Linear(32, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
 
 
 def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: int = 0):
@@ -39,8 +45,8 @@ def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: i
 
     @xlaprof.trace("make_batch")
     def make_batch(step: int):
-        length = 16 if fixed_shapes else 16 + step  # mistake 2: a new shape every step
-        x = torch.randn(8, length, 32).to(device)
+        length = 16 if fixed_shapes else 16 + step // RESHAPE_EVERY  # mistake 2: a new shape now and then
+        x = torch.randn(BATCH, length, 32).to(device)
         return x, x.mean(dim=(1, 2)).unsqueeze(1)
 
     def run(step: int) -> None:
