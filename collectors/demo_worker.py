@@ -12,11 +12,10 @@ lowering and runs on the CPU (an ``aten::`` fallback with its transfers).
 """
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-import threading
 import time
+
+from collectors.worker_protocol import announce_ready, watch_stdin, worker_parser
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
@@ -81,26 +80,19 @@ def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallba
         run(step)
         step += 1
         if step == 3:
-            print(f"ready {port}", flush=True)
+            announce_ready(port)
 
-
-def _exit_when_stdin_closes() -> None:
-    sys.stdin.read()
-    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=9012)
+    parser = worker_parser(__doc__.splitlines()[0], default_port=9012)
     parser.add_argument("--seconds", type=float, default=600.0, help="stop after this long")
     parser.add_argument("--fixed-shapes", action="store_true", help="fix mistake 2 (for comparisons)")
     parser.add_argument("--read-every", type=int, default=1, help="read the loss every N steps; 0: never")
     parser.add_argument("--fallback-every", type=int, default=0,
                         help="take a median (a CPU fallback) every N steps; 0: never")
-    parser.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes")
     args = parser.parse_args(argv)
-    if args.watch_stdin:
-        threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
+    watch_stdin(args)
     train(args.port, args.seconds, args.fixed_shapes, args.read_every, args.fallback_every)
 
 

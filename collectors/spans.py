@@ -25,7 +25,6 @@ from collectors import torch_xla_import
 from xlaprof.errors import XlaprofError
 from xlaprof.xspace.vocabulary import SOURCE_STAT, STEP_NUM_STAT, STEP_ROOT_STAT, USER_SPAN_LEVEL
 
-
 _step_listener = None  # the step-scheduled capture listening, if any
 
 

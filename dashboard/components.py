@@ -15,8 +15,8 @@ from dash import dcc, html
 from dashboard.figures import COLORS
 from dashboard.views.graphs import CompileDetail
 from dashboard.views.overview import Overview
-from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.findings import Finding
+from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.units import format_duration
 
 TOP_FINDINGS = 10

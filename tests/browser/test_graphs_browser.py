@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.dashboard_harness import DashboardServer, browser_available, screenshot, severe_console_errors, wait_for
+from tests.support.dashboard_harness import (
+    DashboardServer,
+    browser_available,
+    screenshot,
+    severe_console_errors,
+    wait_for,
+)
 from tests.support.hlo_builder import MLP_OPS, mlp_module
 from tests.support.synthetic import StepProgram, TrainingShape, training_capture, write_session
 

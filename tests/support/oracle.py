@@ -37,8 +37,8 @@ import tempfile
 from collections import Counter
 from contextlib import contextmanager
 
-from xlaprof.xspace import vocabulary
 from xlaprof.session import Session
+from xlaprof.xspace import vocabulary
 
 STEPS_LINE = "<steps>"
 DERIVED = frozenset({"ThreadpoolListener::Region"})

@@ -6,8 +6,8 @@ import pytest
 
 from tests.support.synthetic import XSpaceBuilder, training_capture, training_event_count
 from xlaprof.errors import BadProfileError
-from xlaprof.xspace import wire
 from xlaprof.session import Session
+from xlaprof.xspace import wire
 from xlaprof.xspace.reader import read_xspace
 
 

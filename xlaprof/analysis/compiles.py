@@ -20,7 +20,6 @@ from xlaprof.analysis.debug_file import DebugInfo
 from xlaprof.analysis.host_activity import HostActivity
 from xlaprof.analysis.span_index import NO_SPAN
 
-
 # The cause of a compile the capture caught mid-way (see analysis.session_analysis).
 COMPILE_AT_START = "already compiling when the capture started"
 

@@ -25,7 +25,6 @@ from xlaprof.analysis.reads import ReadSummary
 from xlaprof.analysis.span_index import NO_SPAN
 from xlaprof.units import format_duration
 
-
 # torch_xla's execution cause when a value read (.item(), print) forces a graph to run early.
 FORCED_BY_READ = "access tensor value"
 

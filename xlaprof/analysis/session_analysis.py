@@ -17,7 +17,13 @@ import numpy as np
 
 from xlaprof.analysis import intervals
 from xlaprof.analysis.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
-from xlaprof.analysis.compiles import COMPILE_AT_START, CompileRecord, CompileSummary, compile_records, summarize_compiles
+from xlaprof.analysis.compiles import (
+    COMPILE_AT_START,
+    CompileRecord,
+    CompileSummary,
+    compile_records,
+    summarize_compiles,
+)
 from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
 from xlaprof.analysis.device_profile import DeviceProfile, device_profile
 from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines

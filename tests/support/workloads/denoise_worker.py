@@ -13,11 +13,10 @@ its exit). Options:
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
-import sys
-import threading
+
+from collectors.worker_protocol import announce_ready, watch_stdin, worker_parser
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
@@ -64,26 +63,19 @@ def sample(args) -> None:
                 xm.add_step_closure(log_norm, (latents,))
             step += 1
             if step == 2 * STEPS_PER_RUN:
-                print(f"ready {args.port}", flush=True)
+                announce_ready(args.port)
 
-
-def _exit_when_stdin_closes() -> None:
-    sys.stdin.read()
-    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser = worker_parser(__doc__.splitlines()[0])
     parser.add_argument("--server", choices=("xlaprof", "xp"), default="xlaprof")
     parser.add_argument("--spans", choices=("none", "xp"), default="none")
     parser.add_argument("--no-scheduler-reads", dest="scheduler_reads", action="store_false")
     parser.add_argument("--closure-every", type=int, default=0)
     parser.add_argument("--stack-hz", type=int, default=1000)
-    parser.add_argument("--watch-stdin", action="store_true")
     args = parser.parse_args(argv)
-    if args.watch_stdin:
-        threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
+    watch_stdin(args)
     sample(args)
 
 

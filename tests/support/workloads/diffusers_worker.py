@@ -8,10 +8,9 @@ on an accelerator. No spans, no debug flags: only ``xlaprof.start_server``.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-import threading
+
+from collectors.worker_protocol import announce_ready, watch_stdin, worker_parser
 
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -45,21 +44,14 @@ def sample(port: int) -> None:
                 torch_xla.sync()
             runs += 1
             if runs == 2:
-                print(f"ready {port}", flush=True)
+                announce_ready(port)
 
-
-def _exit_when_stdin_closes() -> None:
-    sys.stdin.read()
-    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--watch-stdin", action="store_true")
+    parser = worker_parser(__doc__.splitlines()[0])
     args = parser.parse_args(argv)
-    if args.watch_stdin:
-        threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
+    watch_stdin(args)
     sample(args.port)
 
 
