@@ -41,7 +41,7 @@ def tpu_capture(host: list[tuple], devices: list[list[tuple[float, float]]], win
     return builder.to_bytes()
 
 
-# Window [0, 1000], host recording ends at 950 (the analysed window ends there);
+# Window [0, 1000], recording ends at 950 (the host's last event; the device's ends at 800);
 # TPU:0 busy [100,200] [400,500] [700,800]: gaps G0 [0,100], G1 [200,400], G2 [500,700], G3 [800,950].
 ONE_DEVICE_HOST = [
     ("train_step", 5, 575, {"step_num": 0, "source": STEP, "_r": 1}),  # step 0 [5, 580]

@@ -214,7 +214,7 @@ def _execution_causes(workers: list[WorkerAnalysis]) -> list[ExecutionCause]:
 def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugInfo) -> WorkerAnalysis:
     space = worker.space
     host = HostActivity.from_space(space)
-    window = _host_recorded(space.window_us or _event_extent(devices, host), host)
+    window = _recorded(space.window_us or _event_extent(devices, host), host, devices)
     causes = CauseIntervals.from_host(host)
     pieces = GapPieces.concat([attribute(d, i, host, causes, window) for i, d in enumerate(devices)])
     records = compile_records(host, debug)
@@ -228,17 +228,19 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
                           step_table(devices, pieces, host.spans), metrics, debug, programs, hlo)
 
 
-def _host_recorded(window: tuple[float, float], host: HostActivity) -> tuple[float, float]:
-    """The window, ended where the host's recording of Python threads ends: host events still
-    open when the capture stopped are dropped, while device-side events outlive them, so the
-    host's activity after its last recorded event is unknown. Only a tail is cut (the host
-    recorded past ``HOST_RECORDED_SHARE`` of the window): a host that recorded little says nothing."""
+def _recorded(window: tuple[float, float], host: HostActivity, devices: list[DeviceTimeline]) -> tuple[float, float]:
+    """The window, ended where the last recorded activity ends (the host's Python threads, or a
+    device's execution): host events still open when the capture stopped are dropped, so what the
+    host did after its last recorded event is unknown, and idle time there is no finding. Only a
+    tail is cut (recording went on past ``HOST_RECORDED_SHARE`` of the window): a capture that
+    recorded little says nothing about where recording ended."""
     plane = host.plane
     if plane is None or not host.python_lines:
         return window
     on_python = np.isin(plane.events.line, np.array(sorted(host.python_lines), np.int32))
-    ends = plane.events.start_us[on_python] + plane.events.dur_us[on_python]
-    last = max(float(ends.max()) if ends.size else -np.inf, float(host.stacks.end.max()) if len(host.stacks) else -np.inf)
+    ends = [plane.events.start_us[on_python] + plane.events.dur_us[on_python], host.stacks.end]
+    ends += [d.busy_ends for d in devices]
+    last = max((float(e.max()) for e in ends if e.size), default=-np.inf)
     cut = window[0] + HOST_RECORDED_SHARE * (window[1] - window[0]) <= last < window[1]
     return (window[0], last) if cut else window
 
