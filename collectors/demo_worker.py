@@ -20,7 +20,7 @@ from collectors.worker_protocol import announce_ready, watch_stdin, worker_parse
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 
-RESHAPE_EVERY = 10  # steps between two sequence lengths (without --fixed-shapes)
+RESHAPE_EVERY = 5  # steps between two sequence lengths (without --fixed-shapes)
 BATCH = 64
 
 

@@ -17,9 +17,9 @@ add up to its idle time. The rules:
    span around the compile or transfer event, or for tracing and unattributed time the span
    open on that thread (the training loop's thread) when the piece starts.
 4. Each piece names the Python stack of the thread doing that host work (where the worker's
-   sampler recorded stacks): for a compile or transfer, the thread's stack in the middle of the
-   event (for a read, at its end: inside the reading call); for tracing, at the piece's middle
-   on the tracing thread; for unattributed time, on the training loop's thread.
+   sampler recorded stacks): for a compile or transfer, what the sampler first saw during that
+   event (for a read, the whole reading call); for tracing, at the piece's middle on the tracing
+   thread; for unattributed time, on the training loop's thread.
 A blocking read here is the whole Python call that reads (``HostActivity.transfers_from_device``):
 the forced early run of a partial graph, its tracing, sync and barrier wait belong to the read,
 since without the read that partial graph would not run apart.
@@ -137,8 +137,8 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     start, end = left[first], right[last]
     piece_gap, piece_cause = gap[first], state[first]
 
-    span, line, when = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
-    stack = host.stacks.at(line, when) if len(host.stacks) else np.full(start.size, -1, np.int64)
+    span, line, when, until = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
+    stack = host.stacks.at(line, when, until) if len(host.stacks) else np.full(start.size, -1, np.int64)
     return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span, stack)
 
 
@@ -155,7 +155,8 @@ def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray):
 
 def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: np.ndarray, gap: np.ndarray,
                  read_of_gap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per piece: its span (rule 3), and the host line and time whose stack names it (rule 4)."""
+    """Per piece: its span (rule 4), and the host line and time (for tracing and unattributed
+    time) or event (start, end) whose stack names it."""
     by_code: dict[int, EventSet] = {
         CODE[Cause.COMPILE]: host.compiles,
         CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
@@ -164,7 +165,8 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
     }
     span = np.full(start.size, -1, np.int64)
     line = np.full(start.size, host.main_line, np.int64)
-    when = (start + end) / 2
+    when = until = (start + end) / 2  # a moment, or for a piece caused by an event, the event
+    until = until.copy()
     named = np.zeros(start.size, bool)
     for code, events in by_code.items():
         pick = np.flatnonzero(cause == code)
@@ -180,10 +182,8 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
         span[pick] = host.spans_at(events.line[j].astype(np.int64), at)
         named[pick] = True
         line[pick] = events.line[j]
-        if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
-            when[pick] = at
-        elif code != CODE[Cause.HOST_TRACING]:
-            when[pick] = (events.start[j] + events.end[j]) / 2
+        if code != CODE[Cause.HOST_TRACING]:
+            when[pick], until[pick] = events.start[j], events.end[j]
     rest = np.flatnonzero(~named)
     span[rest] = host.spans_at(np.full(rest.size, -1, np.int64), start[rest])
-    return span, line, when
+    return span, line, when, until

@@ -20,8 +20,9 @@ from xlaprof.analysis.debug_file import DebugInfo
 from xlaprof.analysis.host_activity import HostActivity
 from xlaprof.analysis.span_index import NO_SPAN
 
-# The cause of a compile the capture caught mid-way (see analysis.session_analysis).
+# The causes of a compile the capture caught mid-way (see analysis.session_analysis).
 COMPILE_AT_START = "already compiling when the capture started"
+COMPILE_AT_STOP = "still compiling when the capture stopped"
 
 
 @dataclass
@@ -60,7 +61,7 @@ def compile_records(host: HostActivity, debug: DebugInfo | None = None) -> list[
     compiles = host.compiles
     lines = compiles.line.astype(np.int64)
     spans = host.spans_at(lines, compiles.start)
-    stacks = host.stacks.at(lines, (compiles.start + compiles.end) / 2) if len(host.stacks) else None
+    stacks = host.stacks.at(lines, compiles.start, compiles.end) if len(host.stacks) else None
     for i in range(len(compiles)):
         name, source = host.spans.label(int(spans[i]))
         if stacks is not None and stacks[i] >= 0:

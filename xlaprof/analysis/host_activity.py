@@ -156,7 +156,7 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet, stacks
         b_end = np.sort(boundaries.end[boundaries.line == line])
         previous_end = -np.inf
         for i in mine.tolist():
-            begun = stacks.run_start(line, reads.end[i] - 1e-3) if len(stacks) else -np.inf
+            begun = stacks.call_start(line, reads.start[i], reads.end[i]) if len(stacks) else -np.inf
             if not np.isfinite(begun):
                 k = int(np.searchsorted(b_end, reads.start[i], side="right")) - 1
                 begun = max(_chain_start(r_start, r_end, reads.start[i]), b_end[k] if k >= 0 else -np.inf)

@@ -9,7 +9,10 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
 - ``at(lines, times)``: for each (host line, time) the stack id sampled there, or -1. The sampler
   sees a stack up to one period after it began, so a time just before a run's start (within
   ``LAG_US``) belongs to that run.
-- ``run_start(line, time)``: when the run holding that time began (-inf where there is none).
+- ``at(lines, starts, ends)``: for events, the stack of the first run the sampler began during
+  each event (it saw the thread inside it; the run holding an event's start may be the previous
+  line's, seen late), else the run holding its end. ``call_start(line, start, end)``: when that
+  run began, i.e. when the Python call holding the event began (-inf where there is none).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
 """
 from __future__ import annotations
@@ -25,6 +28,7 @@ from xlaprof.xspace.events import Plane
 LAG_US = 2000.0  # how late the sampler may first see a stack (1 kHz, plus waiting for the GIL)
 MERGE_US = 1000.0  # consecutive samples this close with the same stack are one run
 MAIN_THREAD = "MainThread"
+SEEN_US = 1.0  # a run that begins in an event's last microsecond was seen after it
 
 
 @dataclass
@@ -94,16 +98,31 @@ class StackSamples:
         found[soon] = nxt[soon]
         return found
 
-    def at(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
+    def _first_seen(self, line: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Per event [start, end] on ``line``: the first run the sampler began during it (it saw
+        the thread inside the event), else the run holding its end."""
+        lo, hi = self._ranges.get(int(line), (0, 0))
+        found = self._covering(line, np.maximum(starts, ends - SEEN_US))
+        if hi > lo:
+            i = np.searchsorted(self.start[lo:hi], starts, side="left") + lo
+            seen = (i < hi) & (self.start[np.minimum(i, hi - 1)] < ends - SEEN_US)
+            found[seen] = i[seen]
+        return found
+
+    def at(self, lines: np.ndarray, times: np.ndarray, ends: np.ndarray | None = None) -> np.ndarray:
+        """Stack ids at (line, time); with ``ends``, for events [times, ends] (``_first_seen``)."""
         result = np.full(times.size, -1, np.int64)
         for line in np.unique(lines).tolist():
             mine = np.flatnonzero(lines == line)
-            run = self._covering(line, times[mine])
+            run = self._covering(line, times[mine]) if ends is None else \
+                self._first_seen(line, times[mine], ends[mine])
             result[mine] = np.where(run >= 0, self.stack[np.maximum(run, 0)], -1)
         return result
 
-    def run_start(self, line: int, time: float) -> float:
-        run = int(self._covering(line, np.array([time]))[0])
+    def call_start(self, line: int, start: float, end: float) -> float:
+        """When the Python call holding the event [start, end] began: the start of the run of
+        identical samples the sampler saw during it (-inf where it saw none)."""
+        run = int(self._first_seen(line, np.array([start]), np.array([end]))[0])
         return float(self.start[run]) if run >= 0 else -np.inf
 
 

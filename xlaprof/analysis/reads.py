@@ -30,7 +30,7 @@ def summarize_reads(host: HostActivity) -> ReadSummary:
     reads = host.transfers_from_device
     lines, inside = reads.line.astype(np.int64), reads.end - 1e-3
     by_span = Counter(host.spans.label(int(i))[0] or NO_SPAN for i in host.spans_at(lines, inside))
-    stacks = host.stacks.at(lines, inside) if len(host.stacks) else np.zeros(0, np.int64)
+    stacks = host.stacks.at(lines, reads.start, reads.end) if len(host.stacks) else np.zeros(0, np.int64)
     by_source = Counter(host.stacks.stacks[i].source for i in stacks.tolist() if i >= 0)
     by_source.pop(None, None)
     return ReadSummary(

@@ -19,6 +19,7 @@ from xlaprof.analysis import intervals
 from xlaprof.analysis.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
 from xlaprof.analysis.compiles import (
     COMPILE_AT_START,
+    COMPILE_AT_STOP,
     CompileRecord,
     CompileSummary,
     compile_records,
@@ -220,7 +221,7 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     records = compile_records(host, debug)
     records = [r for r in records if window[0] <= r.start_us < window[1]]
     metrics = window_metrics(host.plane)
-    records += _edge_compile(host) or _compile_at_start(pieces, window, metrics, len(records))
+    records += _compile_at_edge(pieces, window, host, metrics, len(records))
     programs = program_executions(devices, host)
     hlo = hlo_modules(space)
     _link_programs(records, programs, hlo)
@@ -239,34 +240,42 @@ def _recorded(window: tuple[float, float], host: HostActivity, devices: list[Dev
         return window
     on_python = np.isin(plane.events.line, np.array(sorted(host.python_lines), np.int32))
     ends = [plane.events.start_us[on_python] + plane.events.dur_us[on_python], host.stacks.end]
-    ends += [d.busy_ends for d in devices]
+    # A device's busy time; on an accelerator, anything its plane recorded (its Steps line, say).
+    ends += [d.busy_ends if d.plane is plane else d.plane.events.start_us + d.plane.events.dur_us for d in devices]
     last = max((float(e.max()) for e in ends if e.size), default=-np.inf)
     cut = window[0] + HOST_RECORDED_SHARE * (window[1] - window[0]) <= last < window[1]
     return (window[0], last) if cut else window
 
 
-def _edge_compile(host: HostActivity) -> list[CompileRecord]:
-    """The compile whose passes the capture recorded but not its start (``host.edge_compile``)."""
+def _compile_at_edge(pieces: GapPieces, window: tuple[float, float], host: HostActivity,
+                     metrics: MetricsDelta | None, recorded: int) -> list[CompileRecord]:
+    """Compiles running when the capture started or stopped have no compile event (a TraceMe
+    begun before the capture is not recorded; one still open when it stops is dropped), but the
+    capture holds their passes (``host.edge_compile``), or, at the start, the worker's metrics
+    count one compile more than the capture shows. The unattributed idle time between the edge
+    and the passes (at the start without passes: touching the window's start) is the compile's."""
+    w0, w1 = window
+    unattributed = pieces.cause == CAUSES.index(Cause.UNATTRIBUTED)
+    middle = (w0 + w1) / 2
     edge = host.edge_compile
-    if not len(edge):
-        return []
-    start = float(edge.start.min())
-    return [CompileRecord(start, float(edge.end.max()) - start, None, None, None, cause=COMPILE_AT_START)]
-
-
-def _compile_at_start(pieces: GapPieces, window: tuple[float, float], metrics: MetricsDelta | None,
-                      recorded: int) -> list[CompileRecord]:
-    """A compile already running when the capture started is not recorded, but the worker's
-    metrics count it: the unattributed idle time at the window's start is that compile's."""
+    at_start, at_stop = edge.end[edge.end <= middle], edge.start[edge.end > middle]
     compiled = metrics.compiles_in_window if metrics is not None else None
-    if compiled is None or compiled <= recorded or not len(pieces):
-        return []
-    first = (pieces.start_us <= window[0]) & (pieces.cause == CAUSES.index(Cause.UNATTRIBUTED))
-    if not first.any():
-        return []
-    pieces.cause[first] = CAUSES.index(Cause.COMPILE)
-    seen = float(pieces.dur_us[first].max())
-    return [CompileRecord(window[0], seen, None, None, None, cause=COMPILE_AT_START)]
+    records, charged = [], np.zeros(len(pieces), bool)
+    if at_start.size:
+        charged |= unattributed & (pieces.start_us < at_start.max())
+        records.append(CompileRecord(w0, float(at_start.max()) - w0, None, None, None, cause=COMPILE_AT_START))
+    elif compiled is not None and compiled > recorded:
+        first = unattributed & (pieces.start_us <= w0)
+        if first.any():
+            charged |= first
+            seen = float((pieces.start_us[first] + pieces.dur_us[first]).max())
+            records.append(CompileRecord(w0, seen - w0, None, None, None, cause=COMPILE_AT_START))
+    if at_stop.size:
+        charged |= unattributed & (pieces.start_us + pieces.dur_us > at_stop.min())
+        records.append(CompileRecord(float(at_stop.min()), w1 - float(at_stop.min()), None, None, None,
+                                     cause=COMPILE_AT_STOP))
+    pieces.cause[charged] = CAUSES.index(Cause.COMPILE)
+    return records
 
 
 def _link_programs(records: list[CompileRecord], programs: ProgramExecutions, hlo: HloModules) -> None:

@@ -11,6 +11,7 @@ import textwrap
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.device_profile import NO_SOURCE
 from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.framework_files import is_framework_file
 from xlaprof.report.json_report import analysis_json
 from xlaprof.units import format_duration as _t
 
@@ -98,9 +99,11 @@ def _base(location: str | None) -> str:
 
 
 def _path(stack: list[str], frames: int = 4) -> str:
-    """The innermost ``frames`` of a stack, "file.py:42 fn > ..." (outermost first)."""
-    shown = [_base(frame) for frame in stack[-frames:]]
-    return ("... > " if len(stack) > frames else "") + " > ".join(shown)
+    """The innermost ``frames`` of a stack that are not the framework's, "file.py:42 fn > ..."
+    (outermost first)."""
+    own = [frame for frame in stack if not is_framework_file(frame.rsplit(":", 1)[0])]
+    shown = [_base(frame) for frame in own[-frames:]]
+    return ("... > " if len(own) > frames else "") + " > ".join(shown)
 
 
 def _device_lines(data: dict, top: int) -> list[str]:
