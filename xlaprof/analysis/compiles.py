@@ -78,7 +78,8 @@ def summarize_compiles(records: list[CompileRecord]) -> CompileSummary:
     by_span = Counter(r.span or NO_SPAN for r in records)
     hashes_by_span: dict[str, set] = defaultdict(set)
     for r in records:
-        hashes_by_span[r.span or NO_SPAN].add(r.graph_hash or f"#{r.start_us}")
+        if r.cause not in (COMPILE_AT_START, COMPILE_AT_STOP):  # their graphs are unknown
+            hashes_by_span[r.span or NO_SPAN].add(r.graph_hash or f"#{r.start_us}")
     recompiled = {span: len(h) for span, h in hashes_by_span.items() if len(h) > 1}
     triggers: dict[str, Counter] = defaultdict(Counter)
     for r in records:

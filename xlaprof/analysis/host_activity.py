@@ -117,10 +117,11 @@ class HostActivity:
         python_lines = frozenset(set(np.unique(plane.events.line[python_rows]).tolist())
                                  | set(stacks.sampled_lines)) - emitters
         spans = SpanIndex.from_plane(plane, python_lines)
+        boundary_rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
+        stacks.moved_on = _moved_on(plane, boundary_rows, spans)
         main_line = spans.busiest_line()
         if main_line < 0:
             main_line = busiest
-        boundary_rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
         chain = EventSet.of(plane, np.setdiff1d(runtime_rows, boundary_rows))
         tfd = _read_calls(EventSet.of(plane, tfd_rows), chain, EventSet.of(plane, boundary_rows), stacks)
         compile_rows = plane.rows_named(vocabulary.GRAPH_COMPILE)
@@ -163,6 +164,15 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet, stacks
             start[i] = max(min(begun, reads.start[i]), previous_end)
             previous_end = reads.end[i]
     return EventSet(reads.rows, start, reads.end, reads.line)
+
+
+def _moved_on(plane: Plane, boundary_rows: np.ndarray, spans: SpanIndex) -> dict[int, np.ndarray]:
+    """Per host line, when its Python provably went on to another line: an explicit sync
+    returned, or a user span began."""
+    ev = plane.events
+    lines = np.concatenate((ev.line[boundary_rows], spans.line)).astype(np.int64)
+    times = np.concatenate((ev.start_us[boundary_rows] + ev.dur_us[boundary_rows], spans.start))
+    return {int(line): np.sort(times[lines == line]) for line in np.unique(lines).tolist()}
 
 
 def _chain_start(r_start: np.ndarray, r_end: np.ndarray, t: float) -> float:

@@ -39,6 +39,9 @@ class StackSamples:
     end: np.ndarray  # float64 us
     stack: np.ndarray  # int64: index into stacks
     thread_names: dict[int, str] = field(default_factory=dict)  # host line -> Python thread name
+    # host line -> sorted times at which that thread provably left the line it was on (a sync
+    # returned, a span began): set by host_activity, used to spot a run the sampler saw late
+    moved_on: dict[int, np.ndarray] = field(default_factory=dict)
     _ranges: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -100,13 +103,25 @@ class StackSamples:
 
     def _first_seen(self, line: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Per event [start, end] on ``line``: the first run the sampler began during it (it saw
-        the thread inside the event), else the run holding its end."""
+        the thread inside the event), else the run holding its end, unless that run is stale: the
+        thread provably moved on after the run began (``moved_on``) and before the event; then
+        the run the sampler began next, within ``LAG_US`` of the event's end (a call shorter than
+        the sampling period is seen, if at all, just after it), else none."""
         lo, hi = self._ranges.get(int(line), (0, 0))
         found = self._covering(line, np.maximum(starts, ends - SEEN_US))
-        if hi > lo:
-            i = np.searchsorted(self.start[lo:hi], starts, side="left") + lo
-            seen = (i < hi) & (self.start[np.minimum(i, hi - 1)] < ends - SEEN_US)
-            found[seen] = i[seen]
+        if hi == lo:
+            return found
+        i = np.searchsorted(self.start[lo:hi], starts, side="left") + lo
+        seen = (i < hi) & (self.start[np.minimum(i, hi - 1)] < ends - SEEN_US)
+        found[seen] = i[seen]
+        marks = self.moved_on.get(int(line))
+        if marks is not None and marks.size:
+            run_start = self.start[np.maximum(found, lo)]
+            latest = np.searchsorted(marks, starts, side="right") - 1
+            stale = ~seen & (found >= 0) & (latest >= 0) & (marks[np.maximum(latest, 0)] > run_start)
+            nxt = np.minimum(found + 1, hi - 1)
+            soon = (found + 1 < hi) & (self.start[nxt] - ends <= LAG_US)
+            found[stale] = np.where(soon[stale], nxt[stale], -1)
         return found
 
     def at(self, lines: np.ndarray, times: np.ndarray, ends: np.ndarray | None = None) -> np.ndarray:
