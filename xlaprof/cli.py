@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Start a training loop with classic mistakes on the embedded CPU XLA device, "
                                       "capture it, print the analysis, and serve the dashboard on it.")
     demo.add_argument("--logdir", default=DEFAULT_LOGDIR, help="where the session goes")
-    demo.add_argument("--duration", type=float, default=3.0, help="seconds to capture")
+    demo.add_argument("--duration", type=float, default=4.0, help="seconds to capture")
     demo.add_argument("--port", type=int, default=0, help="worker profiler port (default: a free one)")
     demo.add_argument("--dashboard-port", type=int, default=8050, help="dashboard port")
     demo.add_argument("--no-dashboard", action="store_true", help="stop after printing the analysis")

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.torch_xla
 
 def test_demo_reports_the_culprits_and_serves_the_dashboard(tmp_path):
     port = free_port()
-    demo = subprocess.Popen([sys.executable, "-m", "xlaprof", "demo", "--duration", "2", "--logdir",
+    demo = subprocess.Popen([sys.executable, "-m", "xlaprof", "demo", "--duration", "4", "--logdir",
                              str(tmp_path / "logs"), "--dashboard-port", str(port)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
