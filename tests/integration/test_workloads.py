@@ -21,7 +21,9 @@ def test_reading_the_loss_every_step_is_found_and_pinned_on_its_span(reports):
     assert reads["transfers_from_device"]["by_span"].get("log_loss", 0) >= 5
     assert reads["idle_by_cause_us"]["transfer_from_device"] > 0
     finding = next(f for f in reads["findings"] if f["kind"] == "transfer_from_device")
-    assert finding["span"] == "log_loss" and finding["source"].endswith("demo_worker.py:" + _line("log_loss"))
+    # The span is the user's grouping; the line is the read itself, from the sampled stacks.
+    assert finding["span"] == "log_loss" and finding["source"].endswith("demo_worker.py:" + _line("loss.item()"))
+    assert finding["stack"][-1].startswith(finding["source"]) and "loss.item()" in finding["code"]
     assert "add_step_closure" in finding["advice"]
 
 
@@ -69,8 +71,9 @@ def test_steps_are_broken_down_by_busy_and_idle_causes(reports):
     assert [s["step"] for s in steps] == sorted(s["step"] for s in steps)
 
 
-def _line(span: str) -> str:
+def _line(text: str) -> str:
+    """The line number of the demo worker's first line holding ``text``."""
     import collectors.demo_worker as demo
 
     with open(demo.__file__) as handle:
-        return str(next(i for i, line in enumerate(handle, 1) if f'xlaprof.trace("{span}")' in line))
+        return str(next(i for i, line in enumerate(handle, 1) if text in line))

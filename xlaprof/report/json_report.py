@@ -53,7 +53,8 @@ def analysis_json(analysis: SessionAnalysis) -> dict:
         "gaps": gap_rows(analysis, largest=analysis.config.top_gaps),
         "gaps_total": analysis.gap_count,
         "findings": [finding_json(f) for f in analysis.findings],
-        "idle_by_line": [dict(asdict(row), cause=row.cause.value) for row in analysis.idle_by_line[:MAX_LINES]],
+        "idle_by_line": [dict(asdict(row), cause=row.cause.value, stack=list(row.stack))
+                         for row in analysis.idle_by_line[:MAX_LINES]],
         "notes": analysis.notes,
         "steps": {w.worker.label: steps_json(w.steps) for w in analysis.workers},
         "metrics": {w.worker.label: w.metrics.to_json() if w.metrics else None for w in analysis.workers},
@@ -92,7 +93,7 @@ def reads_json(reads: ReadSummary) -> dict:
 
 
 def finding_json(f: Finding) -> dict:
-    return dict(asdict(f), kind=f.kind.value)
+    return dict(asdict(f), kind=f.kind.value, stack=list(f.stack))
 
 
 def steps_json(steps: StepTable) -> list[dict]:
