@@ -26,8 +26,8 @@ DIFFUSERS = "tests.support.workloads.diffusers_worker"
 DPM_SOLVER = "diffusers/schedulers/scheduling_dpmsolver_multistep.py"
 VARIANTS = {
     "library": [],  # no spans at all
-    "reads_xp": ["--spans", "xp"],  # torch_xla's own spans only
-    "no_reads_xp": ["--spans", "xp", "--no-scheduler-reads"],  # the A/B twin
+    "reads_xp": ["--spans", "xp", "--host-work-ms", "4"],  # torch_xla's own spans only
+    "no_reads_xp": ["--spans", "xp", "--host-work-ms", "4", "--no-scheduler-reads"],  # the A/B twin
     "closure": ["--no-scheduler-reads", "--closure-every", "1"],
     "old_server": ["--spans", "xp", "--server", "xp"],  # xp.start_server: no sampler
 }
@@ -88,16 +88,22 @@ def test_a_read_in_a_step_closure_is_named_and_advised_as_one(stacks_reports):
 
 
 def test_the_reads_are_charged_their_true_cost(stacks_reports):
-    """A/B: the step time the reads cost (measured: median step with reads minus without) is
-    what the analysis charges them per step, within 30%."""
-    with_reads, _ = stacks_reports["reads_xp"]
-    without, _ = stacks_reports["no_reads_xp"]
-    median = lambda r: float(np.median([s["wall_us"] for s in next(iter(r["steps"].values()))]))  # noqa: E731
-    saving = median(with_reads) - median(without)
-    steps = len(next(iter(with_reads["steps"].values())))
-    charged = with_reads["idle_by_cause_us"]["transfer_from_device"] / steps
-    assert saving > 0.05 * median(without), (saving, median(without))
-    assert abs(charged - saving) <= 0.3 * saving, (charged, saving)
+    """A/B: the device idle time per step that disappears when the scheduler stops reading
+    (measured from the device timeline of each run: step time minus busy time, so that the CPU
+    device running slower in one run than the other, the cores being shared, does not blur it) is
+    what the analysis charges the reads per step, within 30%. The steps themselves are slower with
+    the reads."""
+    per_step = {}
+    for variant in ("reads_xp", "no_reads_xp"):
+        report, _ = stacks_reports[variant]
+        steps = next(iter(report["steps"].values()))
+        per_step[variant] = (float(np.median([s["wall_us"] for s in steps])),
+                             report["device_idle_us"] / len(steps),
+                             report["idle_by_cause_us"]["transfer_from_device"] / len(steps))
+    (step_r, idle_r, charged), (step_n, idle_n, _) = per_step["reads_xp"], per_step["no_reads_xp"]
+    saving = idle_r - idle_n
+    assert step_r > step_n and saving > 0.1 * step_n, per_step
+    assert abs(charged - saving) <= 0.3 * saving, per_step
 
 
 def test_a_worker_without_the_sampler_degrades_to_spans_and_says_so_once(stacks_reports):

@@ -10,11 +10,16 @@ its exit). Options:
 - ``--closure-every N``: every N steps, read the latents' norm in a step closure
   (``xm.add_step_closure``), the torch_xla examples' logging pattern.
 - ``--stack-hz``: the sampler's rate (``xlaprof.start_server(stack_hz=...)``).
+- ``--host-work-ms``: host-side work that uses no CPU (a sleep) after the scheduler, before the
+  sync: the device overlaps it unless a read made the host wait for the device first. It makes
+  the A/B truth of the reads' cost stand out from CPU contention (the CPU device and the host
+  share the cores).
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 from collectors.worker_protocol import announce_ready, watch_stdin, worker_parser
 
@@ -57,6 +62,8 @@ def sample(args) -> None:
                     noise = denoiser(latents)
                 with xp.Trace("scheduler_step") if spans else contextlib.nullcontext():
                     latents = scheduler.step(noise, t, latents)
+                if args.host_work_ms:
+                    time.sleep(args.host_work_ms / 1000)  # host-side work before the step's sync
             if not spans:
                 torch_xla.sync()
             if args.closure_every and step % args.closure_every == 0:
@@ -74,6 +81,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-scheduler-reads", dest="scheduler_reads", action="store_false")
     parser.add_argument("--closure-every", type=int, default=0)
     parser.add_argument("--stack-hz", type=int, default=1000)
+    parser.add_argument("--host-work-ms", type=float, default=0.0,
+                        help="host work (a sleep: no CPU) after the scheduler, before the sync")
     args = parser.parse_args(argv)
     watch_stdin(args)
     sample(args)
