@@ -5,8 +5,9 @@ profiler server, prints ``ready <port>`` on stdout once warmed up, and trains un
 stopped, ``--seconds`` pass, or its stdin closes. The mistakes, each in its own span:
 - ``log_loss``: ``loss.item()`` every step, a blocking read: the host waits for the device to
   finish the step before it can trace the next one, so the device idles while it does;
-- ``make_batch``: a sequence length that grows every ``RESHAPE_EVERY`` steps, so those steps trace
-  a new graph shape and torch_xla recompiles.
+- ``make_batch``: a sequence length that changes every ``--reshape-every`` steps (through
+  ``DISTINCT_LENGTHS`` lengths, then again: memory stays bounded in a long run), so those steps
+  trace a new graph shape and torch_xla recompiles.
 With ``--fallback-every N``, a third: ``robust_stats`` takes a ``torch.median``, which has no XLA
 lowering and runs on the CPU (an ``aten::`` fallback with its transfers).
 """
@@ -21,6 +22,7 @@ os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 
 RESHAPE_EVERY = 5  # steps between two sequence lengths (without --fixed-shapes)
+DISTINCT_LENGTHS = 64  # lengths 16..79: after 64 * RESHAPE_EVERY steps the compiled graphs are reused
 BATCH = 64
 
 
@@ -29,7 +31,8 @@ def build_model(torch):
     return torch.nn.Sequential(torch.nn.Linear(32, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
 
 
-def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: int = 0):
+def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: int = 0,
+              reshape_every: int = RESHAPE_EVERY):
     """The demo's training step, on a fresh model on the XLA device: ``run(step)`` trains one step."""
     import torch
     import torch_xla
@@ -44,7 +47,8 @@ def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: i
 
     @xlaprof.trace("make_batch")
     def make_batch(step: int):
-        length = 16 if fixed_shapes else 16 + step // RESHAPE_EVERY  # mistake 2: a new shape now and then
+        # mistake 2: a new shape now and then
+        length = 16 if fixed_shapes else 16 + (step // reshape_every) % DISTINCT_LENGTHS
         x = torch.randn(BATCH, length, 32).to(device)
         return x, x.mean(dim=(1, 2)).unsqueeze(1)
 
@@ -69,11 +73,12 @@ def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: i
     return run
 
 
-def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallback_every: int) -> None:
+def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallback_every: int,
+          reshape_every: int) -> None:
     import xlaprof
 
     port = xlaprof.start_server(port)
-    run = demo_step(fixed_shapes, read_every, fallback_every)
+    run = demo_step(fixed_shapes, read_every, fallback_every, reshape_every)
     deadline = time.monotonic() + seconds
     step = 0
     while time.monotonic() < deadline:
@@ -83,17 +88,18 @@ def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallba
             announce_ready(port)
 
 
-
 def main(argv: list[str] | None = None) -> None:
     parser = worker_parser(__doc__.splitlines()[0], default_port=9012)
     parser.add_argument("--seconds", type=float, default=600.0, help="stop after this long")
     parser.add_argument("--fixed-shapes", action="store_true", help="fix mistake 2 (for comparisons)")
+    parser.add_argument("--reshape-every", type=int, default=RESHAPE_EVERY, help="steps between two shapes")
     parser.add_argument("--read-every", type=int, default=1, help="read the loss every N steps; 0: never")
     parser.add_argument("--fallback-every", type=int, default=0,
                         help="take a median (a CPU fallback) every N steps; 0: never")
     args = parser.parse_args(argv)
     watch_stdin(args)
-    train(args.port, args.seconds, args.fixed_shapes, args.read_every, args.fallback_every)
+    train(args.port, args.seconds, args.fixed_shapes, args.read_every, args.fallback_every,
+          max(1, args.reshape_every))
 
 
 if __name__ == "__main__":

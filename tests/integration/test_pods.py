@@ -27,7 +27,7 @@ def two_process_session(tmp_path_factory):
     debug = tmp_path_factory.mktemp("pod_debug")
     workers = []
     try:
-        for rank, args in ((0, ["--fixed-shapes"]), (1, [])):
+        for rank, args in ((0, ["--fixed-shapes"]), (1, ["--reshape-every", "1"])):  # 1 recompiles every step
             env = {"PJRT_LOCAL_PROCESS_RANK": str(rank), "PJRT_LOCAL_PROCESS_COUNT": "2"}
             workers.append(DemoWorker(*args, debug_file=str(debug / f"{rank}.txt"), port=base, env=env))
         logdir = str(tmp_path_factory.mktemp("pod"))

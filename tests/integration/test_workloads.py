@@ -22,7 +22,7 @@ def test_reading_the_loss_every_step_is_found_and_pinned_on_its_span(reports):
     assert reads["idle_by_cause_us"]["transfer_from_device"] > 0
     finding = next(f for f in reads["findings"] if f["kind"] == "transfer_from_device")
     # The span is the user's grouping; the line is the read itself, from the sampled stacks.
-    assert finding["span"] == "log_loss" and finding["source"].endswith("demo_worker.py:" + _line("loss.item()"))
+    assert finding["span"] == "log_loss" and finding["source"].endswith("demo_worker.py:" + _line("losses.append(loss.item())"))
     assert finding["stack"][-1].startswith(finding["source"]) and "loss.item()" in finding["code"]
     assert "add_step_closure" in finding["advice"]
 
