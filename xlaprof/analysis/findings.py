@@ -98,7 +98,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
             what = f"{count} compile(s)"
         trigger = compiles.trigger_by_span.get(span_key)
         if trigger and trigger.cause in (COMPILE_AT_START, COMPILE_AT_STOP):
-            what += f", one {trigger.cause}"
+            what += " (caught mid-way: running when the capture started or stopped)"
         elif trigger and trigger.trigger:
             where += f" (torch_xla: '{trigger.cause}' at {trigger.trigger})"
     elif cost.cause is Cause.TRANSFER_FROM_DEVICE:
