@@ -2,7 +2,9 @@
 
 Contract: pure functions from xlaprof results to Dash components; no callbacks, no analysis.
 Element ids and class names used here are what the browser tests look for: ``findings``
-(``finding``, ``finding-span``, ``finding-source``), ``session-error``, ``not-found``,
+(``finding``, ``finding-span``, ``finding-source``, ``finding-code``, ``finding-stack``), the stack
+panel's body (``stack-title``, ``stack-code``, ``stack-frames`` of ``frame`` items, marked
+``frame-user``/``frame-framework`` and ``frame-source``), ``session-error``, ``not-found``,
 ``sessions-table`` (``session-link``), ``recompiles`` (``recompile``, ``recompile-summary``),
 ``compile-changed``.
 """
@@ -15,6 +17,7 @@ from dash import dcc, html
 from dashboard.figures import COLORS
 from dashboard.views.graphs import CompileDetail
 from dashboard.views.overview import Overview
+from dashboard.views.stacks import GapStack, StackLine, finding_stack
 from xlaprof.analysis.findings import Finding
 from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.units import format_duration
@@ -57,12 +60,45 @@ def findings_list(findings: list[Finding]) -> html.Div:
                 html.Span(f.source or "source unknown", className="finding-source"),
             ], className="finding-head"),
             html.P(f.detail, className="finding-detail"),
+            html.Pre(f.code, className="finding-code") if f.code else None,
+            html.Details([html.Summary(f"Python stack ({len(f.stack)} frames, outermost first)"),
+                          stack_frames(finding_stack(f))], className="finding-stack") if f.stack else None,
             html.P(f.advice, className="finding-advice"),
         ], className="finding"))
     more = len(findings) - TOP_FINDINGS
     return html.Div([html.H2("Findings, most costly first"), html.Ol(items, className="findings-list"),
                      html.P(f"and {more} smaller ones", className="muted") if more > 0 else None],
                     id="findings", className="section")
+
+
+def stack_frames(lines: list[StackLine], code: str | None = None) -> html.Ol:
+    """A stack, outermost frame first: the user's frames stand out from the framework's, the frame
+    the idle time is charged to is marked (with its line's text under it, when known)."""
+    items = []
+    for line in lines:
+        kind = "frame-user" if line.user else "frame-framework"
+        body = [html.Span(line.label, title=line.frame)]
+        if line.source and code:
+            body.append(html.Pre(code, className="stack-code"))
+        items.append(html.Li(body, className=f"frame {kind}" + (" frame-source" if line.source else "")))
+    return html.Ol(items, className="stack-frames")
+
+
+def stack_panel(gap: GapStack | None) -> list:
+    """The body of the panel beside the timeline for a clicked gap."""
+    if gap is None:
+        return [html.H3("Python stack"),
+                html.P("Click a gap in the gaps table to see the Python stack that was running when it "
+                       "happened.", className="muted")]
+    place = [html.P(["In span ", html.Code(gap.span)], className="muted")] if gap.span else []
+    if not gap.lines:
+        where = [" Its span's line: ", html.Code(gap.source, title=gap.source)] if gap.source else []
+        return [html.H3("Python stack"), html.B(gap.title, className="stack-title"), *place,
+                html.P(["No Python stack was sampled while this gap lasted.", *where], className="muted")]
+    return [html.H3("Python stack"), html.B(gap.title, className="stack-title"), *place,
+            html.P("Outermost frame first; your code in bold, torch/torch_xla/Python frames in grey.",
+                   className="muted"),
+            stack_frames(gap.lines, gap.code)]
 
 
 def device_card(ov: Overview) -> html.Div:

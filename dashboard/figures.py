@@ -1,7 +1,7 @@
 """Plotly figures drawn from xlaprof's results; they draw, they never compute an analysis.
 
-Contract: each function takes a result of ``xlaprof.timeline_view`` or ``xlaprof.session_overview``
-and returns a ``plotly.graph_objects.Figure``. Times are shown in milliseconds
+Contract: each function takes a view-model of ``dashboard.views`` (a timeline view, the overview,
+the idle flame graph) and returns a ``plotly.graph_objects.Figure``. Times are shown in milliseconds
 (``timeline_view.AXIS_UNIT_US``); one colour per category, the same on every figure.
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from dashboard.views.axis import AXIS_UNIT_US
+from dashboard.views.flame import ROOT, Flame
 from dashboard.views.overview import Overview, StepSeries
 from dashboard.views.timeline import CATEGORIES, TimelineView
 from xlaprof.analysis.attribution import CAUSES
@@ -37,6 +38,8 @@ IDLE_CAUSES = tuple(c.value for c in reversed(CAUSES))
 FALLBACK_COLOR = "#555555"  # a category added to xlaprof that this palette does not know yet
 LANE_PX = 30
 STEP_BARS_MAX = 100  # steps drawn as bars; more as stacked areas
+FLAME_DEPTH = 10  # frames of the icicle shown at once; clicking a frame shows what is below it
+FLAME_LEVEL_PX = 34
 
 
 def color(category: str) -> str:
@@ -128,3 +131,17 @@ def worker_chart(rows: list[dict]) -> go.Figure:
     _stacked(fig, workers, np.array([r["busy_ms"] for r in rows]) * AXIS_UNIT_US, idle, horizontal=True)
     fig.update_xaxes(title_text="device time (ms, summed over the worker's devices)")
     return _layout(fig, 90 + 40 * len(rows), barmode="stack")
+
+
+def flame_figure(flame: Flame) -> go.Figure:
+    """The idle flame graph as an icicle, the outermost frames at the top, each frame as wide as the
+    idle time under it and coloured by the cause of most of it; clicking a frame zooms into it."""
+    nodes = flame.nodes
+    fig = go.Figure(go.Icicle(
+        ids=[n.id for n in nodes], parents=[n.parent for n in nodes], labels=[n.label for n in nodes],
+        values=[n.value for n in nodes], branchvalues="total", level=ROOT, maxdepth=FLAME_DEPTH,
+        marker=dict(colors=[color(n.cause) for n in nodes], line=dict(width=1, color="#ffffff")),
+        hovertext=[flame.hover(n) for n in nodes], hoverinfo="text", textinfo="label",
+        tiling=dict(orientation="v"), pathbar=dict(visible=True, side="top"), sort=False))
+    depth = max((n.id.count("\n") + 2 for n in nodes if n.id != ROOT), default=1)
+    return _layout(fig, 60 + FLAME_LEVEL_PX * min(depth, FLAME_DEPTH), margin=dict(l=0, r=0, t=30, b=0))

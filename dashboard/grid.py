@@ -3,7 +3,8 @@
 Contract:
 - ``Column`` describes one column: the row key it shows, its title, its ``ColumnKind`` (text,
   number, or ``SOURCE``: a ``path/file.py:57`` value shown as ``file.py:57`` with the full path
-  in a tooltip on hover), whether long text wraps, an initial sort, and colours per value.
+  in a tooltip on hover), whether long text wraps, an initial sort, colours per value, and whether
+  it is hidden (not shown, but its filter applies: the gaps grid's stack column).
 - ``server_grid(grid_id, columns, page_size=, empty=)``: a grid whose rows the server sends one
   page at a time (AG Grid's infinite row model, paged). The page registers a callback from
   ``Input(grid_id, "getRowsRequest")`` (``startRow``, ``endRow``, ``sortModel``, ``filterModel``)
@@ -44,6 +45,7 @@ class Column:
     wrap: bool = False  # long text wraps onto more lines (the row grows) instead of being cut
     sort: str | None = None  # "asc" or "desc": the initial sort
     colors: dict[str, str] = field(default_factory=dict)  # cell value -> text colour
+    hidden: bool = False  # not shown; a filter set on it (``filterModel``) still applies
 
 
 def server_grid(grid_id: str, columns: list[Column], *, page_size: int, empty: str) -> dag.AgGrid:
@@ -97,6 +99,8 @@ def _column_def(c: Column) -> dict:
         spec.update(wrapText=True, autoHeight=True, cellClass="cell-wrap")
     if c.sort:
         spec["sort"] = c.sort
+    if c.hidden:
+        spec["hide"] = True
     if c.colors:
         spec["cellStyle"] = {"styleConditions": [
             {"condition": f"params.value === {json.dumps(value)}", "style": {"color": colour, "fontWeight": "600"}}

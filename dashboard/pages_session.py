@@ -1,13 +1,16 @@
-"""The session page: findings first, overview cards, timeline, gaps, compiles, steps, workers.
+"""The session page: findings first, overview cards, idle by stack, timeline, gaps, compiles, steps, workers.
 
 Contract: ``layout(state, run, search)`` builds the page of session ``run``: a clear not-found
 message for an id that names no session (hostile ids included), one clear error for a session
 that fails to load, else the full page. ``search`` may carry ``?from_ms=..&to_ms=..`` (malformed
 values are ignored). ``register(app, state)`` adds the callbacks: zoom, pan, reset and a click
 on a gap row redraw the timeline from ``timeline_view.view`` for the new range (detail is fetched
-from the server as the range narrows); the gaps grid is paged, sorted and filtered on the server
-by ``gap_table.gap_page``; a click on a compile row shows what changed vs the previous graph of
-its place (``views.graphs.compile_detail``). The compiled graphs section is ``page_graphs``.
+from the server as the range narrows; with a flame graph frame selected, only that frame's gap
+markers); a click on a gap row also shows the gap's Python stack in the panel beside the timeline
+(``stack-panel``, from ``views.stacks.gap_stack``); the gaps grid is paged, sorted and filtered on
+the server by ``gap_table.gap_page``; a click on a compile row shows what changed vs the previous
+graph of its place (``views.graphs.compile_detail``). The idle flame graph section is
+``page_stacks``, the compiled graphs section ``page_graphs``.
 Callbacks only ask xlaprof and draw.
 """
 from __future__ import annotations
@@ -16,15 +19,25 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
-from dashboard import page_graphs
-from dashboard.figures import COLORS, idle_donut, step_chart, timeline_figure, worker_chart
+from dashboard import page_graphs, page_stacks
+from dashboard.figures import COLORS, flame_figure, idle_donut, step_chart, timeline_figure, worker_chart
 from dashboard.grid import Column, ColumnKind, rows_response, server_grid, table_grid
 from dashboard.state import AppState
 from dashboard.views.axis import AXIS_UNIT_US
+from dashboard.views.flame import Flame, frame_gaps, frame_label
 from dashboard.views.gap_table import gap_page, gap_range
 from dashboard.views.graphs import compile_detail
 from dashboard.views.overview import compile_rows, step_series, worker_rows
-from dashboard.views.timeline import SessionTimeline, TimelineView, ViewConfig, parse_range_query, parse_relayout, view
+from dashboard.views.stacks import gap_stack
+from dashboard.views.timeline import (
+    SessionTimeline,
+    TimelineView,
+    ViewConfig,
+    only_gaps,
+    parse_range_query,
+    parse_relayout,
+    view,
+)
 from xlaprof.errors import RunNotFoundError, XlaprofError
 
 PAGE_SIZE = 15
@@ -32,7 +45,8 @@ NUMBER, SOURCE = ColumnKind.NUMBER, ColumnKind.SOURCE
 GAP_COLUMNS = [Column("worker", "Worker"), Column("device", "Device"), Column("start_ms", "Start (ms)", NUMBER),
                Column("dur_ms", "Duration (ms)", NUMBER, sort="desc"),
                Column("cause", "Cause", grow=2, colors=dict(COLORS)),
-               Column("span", "Span", grow=2), Column("source", "Source", SOURCE, grow=2)]
+               Column("span", "Span", grow=2), Column("source", "Source", SOURCE, grow=2),
+               Column("stack", "Python stack", hidden=True)]
 COMPILE_COLUMNS = [Column("worker", "Worker", wrap=True), Column("start_ms", "Start (ms)", NUMBER),
                    Column("dur_ms", "Duration (ms)", NUMBER), Column("span", "Span", grow=2, wrap=True),
                    Column("source", "Source", SOURCE, grow=2), Column("graph_hash", "Graph hash", grow=2, wrap=True),
@@ -51,9 +65,9 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
         return ui.message("session-error", "This session could not be loaded", str(exc))
     analysis, ov = entry.analysis, state.overview(run)
     rng = parse_range_query(search)
-    lanes = state.timeline(run)
+    lanes, flame = state.timeline(run), state.flame(run)
     # The figures of the whole session are the same for every visit: built once per analysis.
-    figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, state.view_config))
+    figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, flame, state.view_config))
     timeline, status = _timeline(lanes, rng, state.view_config) if rng else (figures["timeline"], figures["status"])
     return html.Div([
         dcc.Store(id="session-run", data=run),
@@ -66,6 +80,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                           class_name="card-idle"),
                   ui.compiles_card(ov), ui.reads_card(ov),
                   ui.fallbacks_card(ov, any(w.metrics for w in analysis.workers))], className="cards"),
+        page_stacks.section(analysis, flame, figures["flame"]),
         html.Div([
             html.H2("Timeline"),
             html.P("Drag to zoom into a time range (the server sends detail as you zoom), double-click or "
@@ -73,14 +88,19 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                    className="muted"),
             html.Div([html.Button("Reset zoom", id="timeline-reset", className="button"),
                       html.Span(status, id="timeline-status")], className="toolbar"),
-            dcc.Loading(dcc.Graph(id="timeline", figure=timeline, config=GRAPH_CONFIG),
-                        delay_show=300),
+            html.Div([
+                html.Div(dcc.Loading(dcc.Graph(id="timeline", figure=timeline, config=GRAPH_CONFIG), delay_show=300),
+                         className="timeline-graph"),
+                html.Aside(ui.stack_panel(None), id="stack-panel", className="stack-panel"),
+            ], className="timeline-row"),
         ], className="section", id="timeline-section"),
         html.Div([
             html.H2("Idle gaps"),
             html.P("Every idle piece of every device. Click a header to sort (shift-click for more columns); "
                    "type under a header to filter (e.g. 5 under Duration keeps gaps of 5 ms or more, compile "
-                   "under Cause); click a row to zoom the timeline to it; hover a source for its full path.",
+                   "under Cause); click a row to zoom the timeline to it and see its Python stack beside it; hover "
+                   "a source for its full path. Sources are the Python line of the gap's sampled stack, else its "
+                   "span's line.",
                    className="muted"),
             server_grid("gaps-table", GAP_COLUMNS, page_size=PAGE_SIZE, empty="No gap matches these filters."),
             html.P(f"{len(state.gaps(run)):,} gaps", id="gaps-info", className="muted"),
@@ -104,34 +124,42 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
     ], id="session-page")
 
 
-def _page_figures(analysis, ov, lanes: SessionTimeline, config: ViewConfig) -> dict:
+def _page_figures(analysis, ov, lanes: SessionTimeline, flame: Flame, config: ViewConfig) -> dict:
     """The session's figures at full range, as plain dicts (cheap to send again). It runs under
     the cache entry's lock, so it takes its inputs rather than asking the state for them."""
     series, workers = step_series(analysis), worker_rows(analysis)
     timeline, status = _timeline(lanes, (None, None), config)
     return {"timeline": timeline, "status": status, "donut": idle_donut(ov).to_dict(),
+            "flame": flame_figure(flame).to_dict() if flame.nodes else None,
             "steps": step_chart(series).to_dict() if series.step.size else None,
             "workers": worker_chart(workers).to_dict() if len(workers) > 1 else None}
 
 
-def _timeline(lanes: SessionTimeline, rng: tuple, config: ViewConfig) -> tuple[dict, str]:
+def _timeline(lanes: SessionTimeline, rng: tuple, config: ViewConfig, frame: str | None = None) -> tuple[dict, str]:
     tview = view(lanes, *rng, config=config)
-    return timeline_figure(tview).to_dict(), _status(tview)
+    return timeline_figure(tview).to_dict(), _status(tview, frame)
 
 
-def _status(tview: TimelineView) -> str:
+def _status(tview: TimelineView, frame: str | None = None) -> str:
     text = (f"{tview.x0 / AXIS_UNIT_US:.3f} – {tview.x1 / AXIS_UNIT_US:.3f} ms, {len(tview):,} bars")
     if tview.binned_lanes:
         text += f"; {tview.binned_lanes} busy lane(s) aggregated, zoom in for single events"
+    if frame:
+        text += f"; idle time of the gaps under {frame_label(frame)} only"
     return text
 
 
-def _redraw(state: AppState, run: str, rng: tuple | None) -> tuple:
-    """The timeline figure and status for ``rng`` ((None, None): everything; None: no change)."""
+def _redraw(state: AppState, run: str, rng: tuple | None, frame: object = None) -> tuple:
+    """The timeline figure and status for ``rng`` ((None, None): everything; None: no change),
+    with only the gap markers under the flame graph frame ``frame`` (None: every gap)."""
     if rng is None:
         raise PreventUpdate
     try:
-        return _timeline(state.timeline(run), rng, state.view_config)
+        lanes = state.timeline(run)
+        keep = frame_gaps(state.gaps(run), frame if isinstance(frame, str) else None)
+        if keep is None:
+            return _timeline(lanes, rng, state.view_config)
+        return _timeline(only_gaps(lanes, keep), rng, state.view_config, frame)
     except XlaprofError:  # the session vanished or broke since the page was drawn
         return no_update, GONE
 
@@ -141,21 +169,25 @@ def register(app: Dash, state: AppState) -> None:
     # first draw, and in one callback it would cancel a gap click made in that instant.
     @app.callback(Output("timeline", "figure"), Output("timeline-status", "children"),
                   Input("timeline", "relayoutData"), Input("timeline-reset", "n_clicks"),
-                  State("session-run", "data"), prevent_initial_call=True)
-    def zoom(relayout, _reset, run):
+                  State("session-run", "data"), State("flame-selection", "data"), prevent_initial_call=True)
+    def zoom(relayout, _reset, run, frame):
         parsed = (None, None) if ctx.triggered_id == "timeline-reset" else parse_relayout(relayout)
-        return _redraw(state, run, (None, None) if parsed == "reset" else parsed)
+        return _redraw(state, run, (None, None) if parsed == "reset" else parsed, frame)
 
     @app.callback(Output("timeline", "figure", allow_duplicate=True),
-                  Output("timeline-status", "children", allow_duplicate=True),
-                  Input("gaps-table", "cellClicked"), State("session-run", "data"), prevent_initial_call=True)
-    def show_gap(clicked, run):
+                  Output("timeline-status", "children", allow_duplicate=True), Output("stack-panel", "children"),
+                  Input("gaps-table", "cellClicked"), State("session-run", "data"), State("flame-selection", "data"),
+                  prevent_initial_call=True)
+    def show_gap(clicked, run, frame):
         row_id = clicked.get("rowId") if isinstance(clicked, dict) else None
         try:
-            rng = gap_range(state.gaps(run), row_id)
+            gaps = state.gaps(run)
+            rng, stack = gap_range(gaps, row_id), gap_stack(state.entry(run).analysis, gaps, row_id)
         except XlaprofError:
-            return no_update, GONE
-        return _redraw(state, run, rng)
+            return no_update, GONE, no_update
+        if rng is None:
+            raise PreventUpdate
+        return *_redraw(state, run, rng, frame), ui.stack_panel(stack)
 
     @app.callback(Output("gaps-table", "getRowsResponse"), Output("gaps-info", "children"),
                   Input("gaps-table", "getRowsRequest"), State("session-run", "data"), prevent_initial_call=True)
@@ -166,6 +198,8 @@ def register(app: Dash, state: AppState) -> None:
             return no_update, GONE
         info = f"{result.matching:,} gaps" + (f" ({result.problem})" if result.problem else "")
         return rows_response(result.rows, result.matching), info
+
+    page_stacks.register(app, state, lambda run, frame: _redraw(state, run, (None, None), frame))
 
     @app.callback(Output("compile-detail", "children"), Input("compiles-table", "cellClicked"),
                   State("session-run", "data"), prevent_initial_call=True)

@@ -4,7 +4,7 @@ Contract: ``AppState.entry(run)`` is the only way a page reaches a session. It r
 through ``logdir_guard.resolve_run`` (so a URL never reaches a file outside the logdir) and
 serves the analysis from the ``AnalysisCache`` (so a request never re-reads an unchanged
 session). It raises ``RunNotFoundError`` for an unknown or hostile id and ``SessionLoadError``
-for a session that cannot be analysed. ``timeline``/``gaps``/``overview`` are the derived views,
+for a session that cannot be analysed. ``timeline``/``gaps``/``flame``/``overview`` are the derived views,
 computed once per cached analysis.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dashboard.views.analysis_cache import AnalysisCache, CachedAnalysis
+from dashboard.views.flame import Flame, idle_flame
 from dashboard.views.gap_table import GapColumns, gap_columns
 from dashboard.views.logdir_guard import resolve_run
 from dashboard.views.overview import Overview, overview, session_row
@@ -34,6 +35,9 @@ class AppState:
 
     def gaps(self, run: object) -> GapColumns:
         return self.entry(run).derived("gaps", gap_columns)
+
+    def flame(self, run: object) -> Flame:
+        return self.entry(run).derived("flame", idle_flame)
 
     def overview(self, run: object) -> Overview:
         return self.entry(run).derived("overview", overview)

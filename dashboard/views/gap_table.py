@@ -12,8 +12,17 @@ Contract:
   "conditions": [...]}``); text matches are case-insensitive; ``sortModel`` is a list of
   ``{"colId", "sort"}``, primary first. Nothing a client sends makes it raise: a filter it cannot
   read keeps every row and is named in ``GapPage.problem``; bad row numbers fall back to the first.
-- ``gap_range(gaps, gap_id)`` is the time range (us) that frames one gap, ``None`` for a bad id.
-Columns (``COLUMNS``): id, worker, device, start_ms, dur_ms, cause, span, source.
+- ``gap_mask(gaps, filter_model)``: the gaps that pass an AG Grid ``filterModel`` (bool per gap id),
+  and what of it was ignored: the one filter the grid and the timeline share.
+- ``gap_range(gaps, gap_id)`` is the time range (us) that frames one gap, ``None`` for a bad id;
+  ``gap_piece(gaps, gap_id)`` is (worker index, piece index) of a gap, ``None`` for a bad id.
+Gap ids count the pieces of the workers in order (worker 0's ``pieces`` first), as
+``timeline.session_timeline`` numbers its idle items.
+Columns (``COLUMNS``): id, worker, device, start_ms, dur_ms, cause, span, source, stack. ``span``,
+``source`` and ``stack`` are ``WorkerAnalysis.piece_place``: the source is the Python line of the
+piece's sampled stack, else its span's line; ``stack`` is the stack's frames from the outermost
+down to that line ("file:line function", joined by newlines; empty without a stack). The grid
+hides ``stack`` but filters on it (``flame.frame_filter``: the gaps under a flame graph frame).
 """
 from __future__ import annotations
 
@@ -22,10 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
-from xlaprof.analysis import SessionAnalysis
+from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
 from xlaprof.analysis.attribution import CAUSES
 
-COLUMNS = ("id", "worker", "device", "start_ms", "dur_ms", "cause", "span", "source")
+PLACE_COLUMNS = ("worker", "device", "span", "source", "stack")  # interned text columns
+COLUMNS = ("id", "worker", "device", "start_ms", "dur_ms", "cause", "span", "source", "stack")
 NUMERIC = {"start_ms", "dur_ms"}
 # A gap is framed with this much of its surroundings on each side (times its duration, at least 20 us).
 FRAME = 1.0
@@ -40,6 +50,7 @@ class GapColumns:
     start_us: np.ndarray  # float64, session axis
     dur_us: np.ndarray  # float64
     labels: dict[str, tuple[np.ndarray, list[str]]]  # text column -> (int32 ids, interned labels)
+    worker_start: np.ndarray  # int64: per worker, the id of its first gap
 
     def __len__(self) -> int:
         return int(self.start_us.size)
@@ -64,34 +75,45 @@ class _Interner:
 
 
 def gap_columns(analysis: SessionAnalysis) -> GapColumns:
-    text = {col: _Interner() for col in ("worker", "device", "span", "source")}
-    parts: dict[str, list[np.ndarray]] = {col: [] for col in ("start", "dur", "worker", "device", "cause",
-                                                             "span", "source")}
+    text = {col: _Interner() for col in PLACE_COLUMNS}
+    parts: dict[str, list[np.ndarray]] = {col: [] for col in ("start", "dur", "cause", *PLACE_COLUMNS)}
     for w, offset in zip(analysis.workers, worker_offsets(analysis)):
         p = w.pieces
-        spans = w.host.spans
-        # Label ids per span of the worker's SpanIndex, with one extra entry for "no span" (-1).
-        span_ids = np.append(text["span"].ids(spans.name), 0)
-        source_ids = np.append(text["source"].ids(spans.source), 0)
-        device_ids = text["device"].ids([d.name for d in w.devices])
         parts["start"].append(p.start_us + offset)
         parts["dur"].append(p.dur_us)
         parts["worker"].append(np.full(len(p), text["worker"].ids([w.worker.label])[0], np.int32))
-        parts["device"].append(device_ids[p.device] if len(p) else np.zeros(0, np.int32))
+        parts["device"].append(text["device"].ids([d.name for d in w.devices])[p.device] if len(p)
+                               else np.zeros(0, np.int32))
         parts["cause"].append(p.cause.astype(np.int32))
-        parts["span"].append(span_ids[p.span])
-        parts["source"].append(source_ids[p.span])
+        for col, ids in _place_ids(w, text).items():
+            parts[col].append(ids)
     joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
     labels = {col: (joined[col].astype(np.int32), text[col].finish()) for col in text}
     labels["cause"] = (joined["cause"].astype(np.int32), [c.value for c in CAUSES])
-    return GapColumns(joined["start"].astype(np.float64), joined["dur"].astype(np.float64), labels)
+    starts = np.cumsum([0] + [len(w.pieces) for w in analysis.workers])[:-1].astype(np.int64)
+    return GapColumns(joined["start"].astype(np.float64), joined["dur"].astype(np.float64), labels, starts)
+
+
+def _place_ids(w: WorkerAnalysis, text: dict[str, _Interner]) -> dict[str, np.ndarray]:
+    """Label ids of each piece's span, source and stack, asking ``piece_place`` once per distinct
+    (span, stack) pair: a large capture has few of those and many pieces."""
+    p = w.pieces
+    if not len(p):
+        return {col: np.zeros(0, np.int32) for col in ("span", "source", "stack")}
+    _, first, inverse = np.unique(np.stack((p.span, p.stack), axis=1), axis=0, return_index=True,
+                                      return_inverse=True)
+    places = [w.piece_place(int(i)) for i in first]
+    inverse = inverse.reshape(-1)
+    return {"span": text["span"].ids([span for span, _, _ in places])[inverse],
+            "source": text["source"].ids([source for _, source, _ in places])[inverse],
+            "stack": text["stack"].ids(["\n".join(stack) for _, _, stack in places])[inverse]}
 
 
 def gap_page(gaps: GapColumns, request: object = None) -> GapPage:
     """One block of rows for AG Grid's infinite row model: ``request`` is its ``getRowsRequest``
     (``startRow``, ``endRow``, ``sortModel``, ``filterModel``); anything else means the first rows."""
     request = request if isinstance(request, dict) else {}
-    mask, problems = _filter(gaps, request.get("filterModel"))
+    mask, problems = gap_mask(gaps, request.get("filterModel"))
     picked = np.flatnonzero(mask)
     picked = picked[_order(gaps, picked, request.get("sortModel"))]
     start = min(max(_int(request.get("startRow"), 0), 0), picked.size)
@@ -110,6 +132,14 @@ def gap_range(gaps: GapColumns, gap_id: object) -> tuple[float, float] | None:
     return start - pad, start + dur + pad
 
 
+def gap_piece(gaps: GapColumns, gap_id: object) -> tuple[int, int] | None:
+    i = _int(gap_id, -1)
+    if not 0 <= i < len(gaps):
+        return None
+    worker = int(np.searchsorted(gaps.worker_start, i, side="right")) - 1
+    return worker, i - int(gaps.worker_start[worker])
+
+
 def _row(gaps: GapColumns, i: int) -> dict:
     row = {"id": i, "start_ms": round(float(gaps.start_us[i]) / AXIS_UNIT_US, 4),
            "dur_ms": round(float(gaps.dur_us[i]) / AXIS_UNIT_US, 4)}
@@ -122,7 +152,7 @@ def _numeric(gaps: GapColumns, col: str) -> np.ndarray:
     return (gaps.start_us if col == "start_ms" else gaps.dur_us) / AXIS_UNIT_US
 
 
-def _filter(gaps: GapColumns, model: object) -> tuple[np.ndarray, list[str]]:
+def gap_mask(gaps: GapColumns, model: object) -> tuple[np.ndarray, list[str]]:
     mask = np.ones(len(gaps), bool)
     problems: list[str] = []
     if not isinstance(model, dict):

@@ -8,7 +8,11 @@ Contract:
   nesting depth: ``training thread · spans depth 0`` for the analysis' main line, the capture's
   thread name (e.g. ``pt_autograd_0 · spans depth 0``) for other threads). Times are
   microseconds on one axis for all workers: each worker's clock is shifted by its ``origin_ns``
-  relative to the earliest worker's (``worker_offsets``).
+  relative to the earliest worker's (``worker_offsets``). Each idle item keeps its gap id (the
+  numbering of ``gap_table``) and its hover names the piece's place (``WorkerAnalysis.piece_place``:
+  the Python line of its stack, else its span's).
+- ``only_gaps(timeline, keep)``: the same lanes with only the idle items whose gap id ``keep``
+  (bool per gap id) keeps, e.g. the gaps under a flame graph frame; the rest is unchanged.
 - ``view(timeline, x0, x1, config)`` returns the ``TimelineView`` to draw for ``[x0, x1]`` (us).
   A lane with at most ``config.max_raw`` items in the range is drawn item by item, each with a
   hover text (name, span, source, duration). A busier lane is aggregated into ``config.bins``
@@ -59,8 +63,10 @@ class Lane:
     category: np.ndarray  # int8: index into CATEGORIES
     name: np.ndarray  # int32: index into names; -1 for idle pieces (the category names the cause)
     span: np.ndarray  # int64: index into the worker's SpanIndex, -1 where none
+    gap: np.ndarray  # int64: an idle item's gap id (gap_table's numbering), -1 for other items
     names: list[str]
     worker: WorkerAnalysis
+    first_gap: int  # the gap id of the worker's first piece: gap - first_gap indexes its pieces
     coverage: dict[int, tuple[np.ndarray, np.ndarray]]  # category -> merged (starts, ends)
 
 
@@ -93,19 +99,21 @@ def session_timeline(analysis: SessionAnalysis) -> SessionTimeline:
     lanes: list[Lane] = []
     offsets = worker_offsets(analysis)
     prefix = len(analysis.workers) > 1
+    first_gap = 0
     for w, offset in zip(analysis.workers, offsets):
         tag = f"{w.worker.label} " if prefix else ""
         for d, device in enumerate(w.devices):
             ev = device.plane.events
             mine = w.pieces.device == d
+            gap = np.concatenate((np.full(device.rows.size, -1, np.int64), first_gap + np.flatnonzero(mine)))
             starts = np.concatenate((ev.start_us[device.rows], w.pieces.start_us[mine]))
             ends = np.concatenate((ev.start_us[device.rows] + ev.dur_us[device.rows],
                                    w.pieces.start_us[mine] + w.pieces.dur_us[mine]))
             category = np.concatenate((np.full(device.rows.size, BUSY, np.int8), w.pieces.cause[mine]))
             name = np.concatenate((ev.name[device.rows], np.full(int(mine.sum()), -1, np.int32)))
             span = np.concatenate((np.full(device.rows.size, -1, np.int64), w.pieces.span[mine]))
-            lanes.append(_lane(f"{tag}{device.name}", starts + offset, ends + offset, category, name, span,
-                               device.plane.names, w))
+            lanes.append(_lane(f"{tag}{device.name}", starts + offset, ends + offset, category, name, span, gap,
+                               device.plane.names, w, first_gap))
         host = w.host
         names = host.plane.names if host.plane is not None else []
         for label, events, cause in (("host: compile", host.compiles, Cause.COMPILE),
@@ -116,19 +124,37 @@ def session_timeline(analysis: SessionAnalysis) -> SessionTimeline:
             if len(events):
                 lanes.append(_host_lane(f"{tag}{label}", events, CODE[cause], names, w, offset))
         lanes += _span_lanes(tag, w, offset)
+        first_gap += len(w.pieces)
     extent = (min((w.window[0] + o for w, o in zip(analysis.workers, offsets)), default=0.0),
               max((w.window[1] + o for w, o in zip(analysis.workers, offsets)), default=1.0))
     return SessionTimeline(lanes, extent)
 
 
 def _lane(label: str, start: np.ndarray, end: np.ndarray, category: np.ndarray, name: np.ndarray,
-          span: np.ndarray, names: list[str], worker: WorkerAnalysis) -> Lane:
+          span: np.ndarray, gap: np.ndarray | None, names: list[str], worker: WorkerAnalysis,
+          first_gap: int = 0) -> Lane:
     order = np.argsort(start, kind="stable")
     start, end, category = start[order], end[order], category[order].astype(np.int8)
     reach = np.maximum.accumulate(end) if end.size else end
     coverage = {int(c): intervals.merge(start[category == c], end[category == c]) for c in np.unique(category)}
-    return Lane(label, start, end, reach, category, name[order].astype(np.int32), span[order], names,
-                worker, coverage)
+    gap = gap[order] if gap is not None else np.full(start.size, -1, np.int64)
+    return Lane(label, start, end, reach, category, name[order].astype(np.int32), span[order], gap, names,
+                worker, first_gap, coverage)
+
+
+def only_gaps(timeline: SessionTimeline, keep: np.ndarray) -> SessionTimeline:
+    lanes = []
+    for lane in timeline.lanes:
+        has_gap = lane.gap >= 0
+        drop = np.zeros(has_gap.size, bool)
+        drop[has_gap] = ~keep[lane.gap[has_gap]]
+        if not drop.any():
+            lanes.append(lane)
+            continue
+        k = ~drop
+        lanes.append(_lane(lane.label, lane.start[k], lane.end[k], lane.category[k], lane.name[k], lane.span[k],
+                           lane.gap[k], lane.names, lane.worker, lane.first_gap))
+    return SessionTimeline(lanes, timeline.extent)
 
 
 def _host_lane(label: str, events: EventSet, code: int, names: list[str], w: WorkerAnalysis,
@@ -137,7 +163,7 @@ def _host_lane(label: str, events: EventSet, code: int, names: list[str], w: Wor
     span = np.array([w.host.span_at(int(events.line[i]), float(events.start[i])) for i in range(len(events))],
                     np.int64)
     return _lane(label, events.start + offset, events.end + offset, np.full(len(events), code, np.int8),
-                 ev.name[events.rows], span, names, w)
+                 ev.name[events.rows], span, None, names, w)
 
 
 def _span_lanes(tag: str, w: WorkerAnalysis, offset: float) -> list[Lane]:
@@ -159,7 +185,7 @@ def _span_lanes(tag: str, w: WorkerAnalysis, offset: float) -> list[Lane]:
             pick = (spans.line == line) & (depth == level)
             lanes.append(_lane(f"{tag}{thread} · spans depth {int(level)}", spans.start[pick] + offset,
                                spans.end[pick] + offset, np.full(int(pick.sum()), SPAN, np.int8), index[pick],
-                               index[pick], spans.name, w))
+                               index[pick], None, spans.name, w))
     return lanes
 
 
@@ -239,7 +265,11 @@ def _binned(k: int, lane: Lane, x0: float, x1: float, bins: int) -> tuple:
 def _hover(lane: Lane, i: int) -> str:
     n = int(lane.name[i])
     title = lane.names[n] if n >= 0 else f"idle: {CATEGORIES[lane.category[i]]}"
-    span, source = lane.worker.host.spans.label(int(lane.span[i]))
+    gap = int(lane.gap[i])
+    if gap >= 0:
+        span, source, _ = lane.worker.piece_place(gap - lane.first_gap)
+    else:
+        span, source = lane.worker.host.spans.label(int(lane.span[i]))
     lines = [title]
     if span is not None and lane.category[i] != SPAN:
         lines.append(f"span: {span}")

@@ -147,13 +147,15 @@ ZOOM = GAP_CLICK = ""  # set by the fixture
 GAPS = "..gaps-table.getRowsResponse...gaps-info.children.."
 
 
-def zoom(client, relayout, run="train", reset=None):
+def zoom(client, relayout, run="train", reset=None, frame=None):
     return call(client, ZOOM, [("timeline", "relayoutData", relayout), ("timeline-reset", "n_clicks", reset)],
-                state=[("session-run", "data", run)], changed="timeline-reset.n_clicks" if reset else None)
+                state=[("session-run", "data", run), ("flame-selection", "data", frame)],
+                changed="timeline-reset.n_clicks" if reset else None)
 
 
-def click_gap(client, cell, run="train"):
-    return call(client, GAP_CLICK, [("gaps-table", "cellClicked", cell)], state=[("session-run", "data", run)])
+def click_gap(client, cell, run="train", frame=None):
+    return call(client, GAP_CLICK, [("gaps-table", "cellClicked", cell)],
+                state=[("session-run", "data", run), ("flame-selection", "data", frame)])
 
 
 def figure_range(text: str) -> list[float]:
