@@ -75,9 +75,10 @@ def timeline_figure(view: TimelineView) -> go.Figure:
     # Lanes top to bottom in the timeline's order, all of them even where nothing is visible.
     fig.update_yaxes(categoryorder="array", categoryarray=view.labels[::-1], fixedrange=True,
                      range=[-0.5, len(view.labels) - 0.5])
-    # A taller top margin: the legend's row and the modebar each get their own line.
-    return _layout(fig, 110 + LANE_PX * max(len(view.labels), 1), barmode="overlay", dragmode="zoom",
-                   hovermode="closest", bargap=0.1, margin=dict(l=10, r=10, t=60, b=40))
+    # A taller top margin: the legend (up to three rows beside the stack panel) and the modebar each
+    # get their own lines.
+    return _layout(fig, 145 + LANE_PX * max(len(view.labels), 1), barmode="overlay", dragmode="zoom",
+                   hovermode="closest", bargap=0.1, margin=dict(l=10, r=10, t=95, b=40))
 
 
 def idle_donut(ov: Overview) -> go.Figure:

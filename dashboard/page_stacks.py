@@ -30,12 +30,14 @@ LINE_COLUMNS = [Column("source", "Python line", SOURCE, grow=2), Column("code", 
                 Column("cause", "Cause", grow=2, colors=dict(COLORS)),
                 Column("idle_ms", "Idle (ms)", NUMBER, sort="desc"), Column("pieces", "Gap pieces", NUMBER),
                 Column("called_from", "Called from", SOURCE, grow=2), Column("spans", "Spans", grow=2, wrap=True)]
+OPTIONAL = {"code", "called_from"}  # columns shown only when a row has a value (a readable file, a library line)
 PICK_FRAME = "Click a frame to see only its gaps."
 NO_STACKS = "No gap has a sampled Python stack in this capture."
 GRAPH_CONFIG = {"displaylogo": False, "displayModeBar": False}
 
 
 def section(analysis: SessionAnalysis, flame: Flame, figure: dict | None) -> html.Div:
+    rows = idle_line_rows(analysis)
     notes = [html.P(note, className="muted flame-note") for note in flame.notes]
     if not flame.nodes:
         body = [html.P(" ".join(flame.notes) or NO_STACKS, id="flame-empty", className="muted empty")]
@@ -50,8 +52,8 @@ def section(analysis: SessionAnalysis, flame: Flame, figure: dict | None) -> htm
                       html.Span(PICK_FRAME, id="flame-status")], className="toolbar"),
             dcc.Graph(id="flame", figure=figure, config=GRAPH_CONFIG), *unplaced, *summed, *notes,
             html.H3("Idle time by Python line"),
-            table_grid("idle-lines-table", LINE_COLUMNS, idle_line_rows(analysis), page_size=PAGE_SIZE,
-                       empty=NO_STACKS),
+            table_grid("idle-lines-table", [c for c in LINE_COLUMNS if c.field not in OPTIONAL or any(
+                r[c.field] for r in rows)], rows, page_size=PAGE_SIZE, empty=NO_STACKS),
         ]
     return html.Div([
         html.H2("Idle time by Python stack"),

@@ -9,13 +9,15 @@ Contract:
   (what Plotly's ``branchvalues="total"`` needs). Nodes come parents first, under one root (``ROOT``)
   holding all idle time that has a Python line. At most ``max_nodes`` nodes: the largest frames are
   kept (with their callers), and the children a kept frame loses are summed into one node
-  ("N smaller frames"). ``cause`` is the cause of most of a node's time (its colour), ``by_cause`` the
+  ("N smaller frames"). Where a frame's own line caused idle time beside its callees' (or caused it
+  for more than one cause), that time gets a child per cause, "(compile at this line)". ``cause`` is the cause of most of a node's time (its colour), ``by_cause`` the
   split. ``Flame.unplaced_us`` is the idle time with no Python line (no stack was sampled, or only
   framework frames), which the graph cannot show; ``notes`` are the analysis' notes (why a worker has
   no stacks).
 - A frame's ``id`` is its stack's frames joined by newlines, the text of the gaps table's hidden
   ``stack`` column: ``frame_filter(id)`` is the gaps grid filter that keeps the gaps under that frame
-  (those whose stack is the frame's path or goes deeper), ``None`` for the root or a summed node.
+  (those whose stack is the frame's path or goes deeper; for a "at this line" node, the gaps whose
+  stack ends at its frame), ``None`` for the root or a summed node.
   ``frame_gaps(gaps, id)`` is that filter as a bool per gap id (for the timeline's gap markers);
   ``frame_label(id)`` the frame's short label.
 - ``clicked_frame(click_data)``: the frame a Plotly click on the icicle selects; a click on the top
@@ -36,8 +38,10 @@ from xlaprof.units import format_duration
 MAX_NODES = 400  # nodes drawn; smaller frames are summed into one node per caller
 ROOT = "(all)"
 OTHER = "(smaller frames)"  # the last frame of a summed node's id
+HERE = {f"({c.value} at this line)": c.value for c in CAUSES}  # the last frame of a line's own time
 SEPARATOR = "\n"  # between frames of a stack, as in the gaps table's stack column
 NS = 1000  # integer nanoseconds per microsecond of idle time
+_N = len(CAUSES)  # a cost vector: ns per cause, then pieces per cause
 
 
 @dataclass
@@ -49,7 +53,7 @@ class FlameNode:
     cause: str  # the cause of most of that time
     by_cause: dict[str, int]  # cause -> ns, causes with time only
     pieces: int  # gap pieces through this frame
-    frame: str  # the full "path:line function" (hover); "" for the root and summed nodes
+    frame: str  # the full "path:line function" of a frame; "" for the root and summed nodes
 
     @property
     def value_us(self) -> float:
@@ -66,19 +70,27 @@ class Flame:
     def hover(self, node: FlameNode) -> str:
         total = self.nodes[0].value if self.nodes else 1
         lines = [node.frame or node.label,
-                 f"idle {format_duration(node.value_us)} ({100 * node.value / max(total, 1):.1f}% of idle with a line), "
-                 f"{node.pieces:,} gap piece(s)"]
+                 f"idle {format_duration(node.value_us)} ({100 * node.value / max(total, 1):.1f}% of idle with a "
+                 f"line), {node.pieces:,} gap piece(s)"]
         lines += [f"{cause}: {format_duration(ns / NS)}" for cause, ns in node.by_cause.items()]
         return "<br>".join(lines)
 
 
 def idle_flame(analysis: SessionAnalysis, max_nodes: int = MAX_NODES) -> Flame:
     paths, unplaced_us = _path_costs(analysis)
-    tree: dict[tuple[str, ...], np.ndarray] = {(): np.zeros(len(CAUSES) + 1, np.int64)}
+    tree: dict[tuple[str, ...], np.ndarray] = {(): np.zeros(2 * _N, np.int64)}
     for path, cost in paths.items():
         for depth in range(len(path) + 1):
-            tree.setdefault(path[:depth], np.zeros(len(CAUSES) + 1, np.int64))
+            tree.setdefault(path[:depth], np.zeros(2 * _N, np.int64))
             tree[path[:depth]] += cost
+    callers = {path[:depth] for path in paths for depth in range(1, len(path))}
+    for path, cost in paths.items():
+        causes = np.flatnonzero(cost[:_N])
+        if path in callers or causes.size > 1:  # the line's own time beside its callees', by cause
+            for c in causes.tolist():
+                here = np.zeros(2 * _N, np.int64)
+                here[[c, _N + c]] = cost[[c, _N + c]]
+                tree[path + (f"({CAUSES[c].value} at this line)",)] = here
     if len(tree) == 1:
         return Flame([], unplaced_us, list(analysis.notes))
     kept, others = _kept(tree, max(int(max_nodes), 2))
@@ -90,32 +102,31 @@ def idle_flame(analysis: SessionAnalysis, max_nodes: int = MAX_NODES) -> Flame:
 
 
 def _path_costs(analysis: SessionAnalysis) -> tuple[dict[tuple[str, ...], np.ndarray], float]:
-    """Per stack path (outermost frame first): ns per cause, then the piece count; and the idle
-    time (us) of pieces without a path."""
-    causes = len(CAUSES)
+    """Per stack path (outermost frame first) the cost vector of the pieces whose stack it is,
+    and the idle time (us) of pieces without a path."""
     paths: dict[tuple[str, ...], np.ndarray] = {}
     unplaced_us = 0.0
     for w in analysis.workers:
         p, stacks = w.pieces, w.host.stacks.stacks
         has = p.stack >= 0
         unplaced_us += float(p.dur_us[~has].sum())
-        keys, inverse = np.unique(p.stack[has] * causes + p.cause[has], return_inverse=True)
+        keys, inverse = np.unique(p.stack[has] * _N + p.cause[has], return_inverse=True)
         ns = np.rint(np.bincount(inverse.reshape(-1), weights=p.dur_us[has] * NS)).astype(np.int64)
         counts = np.bincount(inverse.reshape(-1))
         for key, t, n in zip(keys.tolist(), ns.tolist(), counts.tolist()):
-            path = stacks[key // causes].to_source
+            path = stacks[key // _N].to_source
             if not path:
                 unplaced_us += t / NS
                 continue
-            cost = paths.setdefault(path, np.zeros(causes + 1, np.int64))
-            cost[key % causes] += t
-            cost[causes] += n
+            cost = paths.setdefault(path, np.zeros(2 * _N, np.int64))
+            cost[key % _N] += t
+            cost[_N + key % _N] += n
     return paths, unplaced_us
 
 
 def _kept(tree: dict[tuple[str, ...], np.ndarray], max_nodes: int):
-    """The frames to draw, parents first, and per kept frame the children it loses."""
-    value = {path: int(cost[:-1].sum()) for path, cost in tree.items()}
+    """The nodes to draw, parents first, and per kept node the children it loses."""
+    value = {path: int(cost[:_N].sum()) for path, cost in tree.items()}
     # A child never holds more than its parent, so in this order a parent comes before its children.
     order = sorted((p for p in tree if p), key=lambda p: (-value[p], len(p), p))
     count = min(len(order), max_nodes - 1)
@@ -132,27 +143,35 @@ def _kept(tree: dict[tuple[str, ...], np.ndarray], max_nodes: int):
 
 
 def _node(path: tuple[str, ...], cost: np.ndarray, label: str | None = None) -> FlameNode:
-    by_cause = {c.value: int(ns) for c, ns in zip(CAUSES, cost[:-1].tolist()) if ns > 0}
-    cause = CAUSES[int(np.argmax(cost[:-1]))].value
-    frame = path[-1] if path and label is None else ""
-    return FlameNode(SEPARATOR.join(path) if path else ROOT,
-                     "" if not path else SEPARATOR.join(path[:-1]) if len(path) > 1 else ROOT,
-                     label or (short_frame(frame) if path else "all idle time with a Python line"),
-                     int(cost[:-1].sum()), cause, by_cause, int(cost[-1]), frame)
+    by_cause = {c.value: int(ns) for c, ns in zip(CAUSES, cost[:_N].tolist()) if ns > 0}
+    cause = CAUSES[int(np.argmax(cost[:_N]))].value
+    last = path[-1] if path else ""
+    frame = last if label is None and last not in HERE else ""
+    if label is None:
+        label = short_frame(last) if frame else last.strip("()") if path else "all idle time with a Python line"
+    parent = SEPARATOR.join(path[:-1]) if len(path) > 1 else ROOT if path else ""
+    return FlameNode(SEPARATOR.join(path) if path else ROOT, parent, label, int(cost[:_N].sum()), cause, by_cause,
+                     int(cost[_N:].sum()), frame)
 
 
 def frame_filter(frame_id: str | None) -> dict | None:
     """The gaps grid's filter on its ``stack`` column that keeps the gaps under ``frame_id``."""
-    if not frame_id or frame_id == ROOT or frame_id.endswith(SEPARATOR + OTHER) or frame_id == OTHER:
+    if not frame_id or frame_id == ROOT:
         return None
+    path, _, last = frame_id.rpartition(SEPARATOR)
+    if last == OTHER:
+        return None
+    if last in HERE:  # the line's own gaps
+        return {"filterType": "text", "type": "equals", "filter": path} if path else None
     return {"filterType": "text", "operator": "OR", "conditions": [
         {"filterType": "text", "type": "equals", "filter": frame_id},
         {"filterType": "text", "type": "startsWith", "filter": frame_id + SEPARATOR}]}
 
 
 def frame_label(frame_id: str) -> str:
-    """The short label of a frame id's own (innermost) frame: "train.py:57 log_loss"."""
-    return short_frame(frame_id.rsplit(SEPARATOR, 1)[-1])
+    """The short label of the frame a frame id selects: "train.py:57 log_loss"."""
+    path, _, last = frame_id.rpartition(SEPARATOR)
+    return short_frame(path.rpartition(SEPARATOR)[2]) + " (its own line)" if last in HERE else short_frame(last)
 
 
 def frame_gaps(gaps: GapColumns, frame_id: str | None) -> np.ndarray | None:
