@@ -114,13 +114,16 @@ def screenshot(driver, name: str) -> Path:
 
 def write_demo_logdir(logdir: str | Path, *, steps: int = 40) -> dict[str, str]:
     """A logdir with a one-worker training run (a blocking read in ``log_loss`` every step, a
-    recompile every 10 steps, spans in ``DEMO_SCRIPT``, a long path), a two-worker run, a run of a
-    warm loop that compiles nothing, a run whose capture is random bytes and one whose manifest is
-    not JSON. Returns {kind: run name}."""
+    recompile every 10 steps, spans in ``DEMO_SCRIPT``, a long path), the same with the stack
+    sampler's Python stacks (``sampled``, two devices), a two-worker run, a run of a warm loop that
+    compiles nothing, a run whose capture is random bytes and one whose manifest is not JSON.
+    Returns {kind: run name}."""
     from tests.support.synthetic import training_capture, write_session
 
     write_session(str(logdir), "train", {"localhost_9012": training_capture(
         steps=steps, devices=4, read_every=1, recompile_every=10, script=DEMO_SCRIPT)})
+    write_session(str(logdir), "sampled", {"localhost_9012": training_capture(
+        steps=steps, devices=2, read_every=1, recompile_every=10, script=DEMO_SCRIPT, sampled=True)})
     write_session(str(logdir), "multi", {
         "host-a_9012": training_capture(steps=steps, devices=2, read_every=4, seed=1),
         "host-b_9012": training_capture(steps=steps, devices=2, read_every=8, seed=2)})
@@ -128,4 +131,5 @@ def write_demo_logdir(logdir: str | Path, *, steps: int = 40) -> dict[str, str]:
     write_session(str(logdir), "broken", {"localhost_9012": os.urandom(256)})
     bad_manifest = write_session(str(logdir), "badmanifest", {"localhost_9012": training_capture(steps=4)})
     Path(bad_manifest, "xlaprof.json").write_text("{not json")
-    return {"train": "train", "multi": "multi", "warm": "warm", "broken": "broken", "badmanifest": "badmanifest"}
+    return {"train": "train", "sampled": "sampled", "multi": "multi", "warm": "warm", "broken": "broken",
+            "badmanifest": "badmanifest"}
