@@ -143,6 +143,6 @@ def flame_figure(flame: Flame) -> go.Figure:
         values=[n.value for n in nodes], branchvalues="total", level=ROOT, maxdepth=FLAME_DEPTH,
         marker=dict(colors=[color(n.cause) for n in nodes], line=dict(width=1, color="#ffffff")),
         hovertext=[flame.hover(n) for n in nodes], hoverinfo="text", textinfo="label",
-        tiling=dict(orientation="v"), pathbar=dict(visible=True, side="top"), sort=False))
+        tiling=dict(orientation="v"), pathbar=dict(visible=True, side="top"), sort=False, leaf=dict(opacity=1.0)))
     depth = max((n.id.count("\n") + 2 for n in nodes if n.id != ROOT), default=1)
     return _layout(fig, 60 + FLAME_LEVEL_PX * min(depth, FLAME_DEPTH), margin=dict(l=0, r=0, t=30, b=0))

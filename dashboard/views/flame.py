@@ -10,10 +10,10 @@ Contract:
   holding all idle time that has a Python line. At most ``max_nodes`` nodes: the largest frames are
   kept (with their callers), and the children a kept frame loses are summed into one node
   ("N smaller frames"). Where a frame's own line caused idle time beside its callees' (or caused it
-  for more than one cause), that time gets a child per cause, "(compile at this line)". ``cause`` is the cause of most of a node's time (its colour), ``by_cause`` the
-  split. ``Flame.unplaced_us`` is the idle time with no Python line (no stack was sampled, or only
-  framework frames), which the graph cannot show; ``notes`` are the analysis' notes (why a worker has
-  no stacks).
+  for more than one cause), that time gets a child per cause, "(compile at this line)". ``cause``
+  is the cause of most of a node's time (its colour), ``by_cause`` the split. ``Flame.unplaced_us``
+  is the idle time with no Python line (no stack was sampled, or only framework frames), which the
+  graph cannot show; ``notes`` are the analysis' notes (why a worker has no stacks).
 - A frame's ``id`` is its stack's frames joined by newlines, the text of the gaps table's hidden
   ``stack`` column: ``frame_filter(id)`` is the gaps grid filter that keeps the gaps under that frame
   (those whose stack is the frame's path or goes deeper; for a "at this line" node, the gaps whose

@@ -27,7 +27,6 @@ from xlaprof.analysis.frames import Frame, PyStack, line_text, parse_stack
 from xlaprof.framework_files import is_framework_file
 from xlaprof.units import format_duration
 
-
 _PATH_SEPARATOR = re.compile(r"[/\\]")
 
 

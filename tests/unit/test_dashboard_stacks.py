@@ -147,7 +147,8 @@ def test_gap_rows_name_the_line_of_their_stack_and_carry_the_stack(gaps, library
         ("w:9012", f"{library}:3", "step", f"{MAIN}\n{library}:3 lookup"),
         ("x:9013", "/w/v.py:7", "warmup", ""),  # no stack: the span's line
     ]
-    contains = gap_page(gaps, {"filterModel": {"stack": {"filterType": "text", "type": "contains", "filter": "FORWARD"}}})
+    contains = gap_page(gaps, {"filterModel": {"stack": {"filterType": "text", "type": "contains",
+                                                         "filter": "FORWARD"}}})
     assert [r["id"] for r in contains.rows] == [1]
     assert gap_page(gaps, {"filterModel": {"stack": {"filterType": "text", "type": "blank"}}}).matching == 1
     assert [gap_piece(gaps, i) for i in (0, 2, 3, "3", 4, -1, "x")] == [(0, 0), (0, 2), (1, 0), (1, 0), None, None,
