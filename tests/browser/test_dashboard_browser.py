@@ -14,15 +14,11 @@ import pytest
 from tests.support.dashboard_harness import (
     DEMO_SCRIPT,
     DashboardServer,
-    browser_available,
     screenshot,
     severe_console_errors,
     wait_for,
     write_demo_logdir,
 )
-
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not browser_available(), reason="needs /usr/bin/chromium and /usr/bin/chromedriver")]
 
 SECRET = "TOP-SECRET-51b0c3"
 

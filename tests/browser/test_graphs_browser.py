@@ -9,7 +9,6 @@ import pytest
 
 from tests.support.dashboard_harness import (
     DashboardServer,
-    browser_available,
     screenshot,
     severe_console_errors,
     wait_for,
@@ -17,8 +16,6 @@ from tests.support.dashboard_harness import (
 from tests.support.hlo_builder import MLP_OPS, mlp_module
 from tests.support.synthetic import StepProgram, TrainingShape, training_capture, write_session
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not browser_available(), reason="needs /usr/bin/chromium and /usr/bin/chromedriver")]
 BATCHES = (8, 12, 16, 20, 24)
 
 

@@ -14,7 +14,6 @@ from dashboard.views.flame import idle_flame
 from tests.support.dashboard_harness import (
     DEMO_SCRIPT,
     DashboardServer,
-    browser_available,
     screenshot,
     severe_console_errors,
     wait_for,
@@ -22,9 +21,6 @@ from tests.support.dashboard_harness import (
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
 from xlaprof.session import Session
-
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not browser_available(), reason="needs /usr/bin/chromium and /usr/bin/chromedriver")]
 
 STEPS, DEVICES = 30, 2
 GAP_ROWS = "[...document.querySelectorAll('#gaps-table .ag-center-cols-container .ag-row')]"
