@@ -4,10 +4,11 @@ Contract: ``section(analysis, flame, figure)`` builds the section (id ``flame-se
 (``flame``) of ``views.flame.idle_flame``, a Clear button (``flame-clear``), what is selected
 (``flame-status``), and the "Idle time by Python line" table (``idle-lines-table``). A session
 without stacks shows the analysis' note (``flame-empty``) instead of an empty chart.
-``register(app, state, redraw)`` adds the callbacks: a click on a frame selects it (the store
-``flame-selection`` holds its id), Clear selects nothing and zooms the icicle out; a selection sets
-the gaps grid's filter on its hidden stack column (other columns' filters stay) and redraws the
-timeline with only the selected frame's gap markers (``redraw(run, frame)``, from the session page).
+``register(app, state, redraw)`` adds the callbacks: a click on a frame selects it (the hidden
+``flame-selection`` holds its id as its children), Clear selects nothing and zooms the icicle out;
+a selection sets the gaps grid's filter on its hidden stack column (other columns' filters stay)
+and redraws the timeline with only the selected frame's gap markers (``redraw(run, frame)``, from
+the session page).
 """
 from __future__ import annotations
 
@@ -61,18 +62,20 @@ def section(analysis: SessionAnalysis, flame: Flame, figure: dict | None) -> htm
                "whose sampled stack passes through it, and coloured by the cause of most of that time. Click a "
                "frame to zoom into it and to keep only its gaps in the timeline and the gaps table; Clear shows "
                "every gap again.", className="muted"),
-        dcc.Store(id="flame-selection", data=None),
+        # The selected frame's id. Not a dcc.Store: a Store in memory brings back, as it mounts, the value
+        # it held on the last page that had it, which would filter this session by another's frame.
+        html.Div(id="flame-selection", hidden=True),
         *body,
     ], className="section", id="flame-section")
 
 
 def register(app: Dash, state: AppState, redraw: Callable[[str, str | None], tuple]) -> None:
-    @app.callback(Output("flame-selection", "data"), Output("flame", "figure"),
-                  Input("flame", "clickData"), Input("flame-clear", "n_clicks"), State("session-run", "data"),
-                  prevent_initial_call=True)
-    def select(click, _clear, run):
+    @app.callback(Output("flame-selection", "children"), Output("flame", "figure"),
+                  Input("flame", "clickData"), Input("flame-clear", "n_clicks"), State("flame-selection", "children"),
+                  State("session-run", "data"), prevent_initial_call=True)
+    def select(click, _clear, selected, run):
         if ctx.triggered_id != "flame-clear":
-            return clicked_frame(click), no_update
+            return clicked_frame(click, selected), no_update
         try:  # the icicle drawn again from its root
             return None, flame_figure(state.flame(run)).to_dict()
         except XlaprofError:
@@ -80,8 +83,8 @@ def register(app: Dash, state: AppState, redraw: Callable[[str, str | None], tup
 
     @app.callback(Output("gaps-table", "filterModel"), Output("timeline", "figure", allow_duplicate=True),
                   Output("timeline-status", "children", allow_duplicate=True), Output("flame-status", "children"),
-                  Input("flame-selection", "data"), State("gaps-table", "filterModel"), State("session-run", "data"),
-                  prevent_initial_call=True)
+                  Input("flame-selection", "children"), State("gaps-table", "filterModel"),
+                  State("session-run", "data"), prevent_initial_call=True)
     def apply(frame, model, run):
         model = {k: v for k, v in (model if isinstance(model, dict) else {}).items() if k != "stack"}
         wanted = frame_filter(frame if isinstance(frame, str) else None)

@@ -169,15 +169,15 @@ def register(app: Dash, state: AppState) -> None:
     # first draw, and in one callback it would cancel a gap click made in that instant.
     @app.callback(Output("timeline", "figure"), Output("timeline-status", "children"),
                   Input("timeline", "relayoutData"), Input("timeline-reset", "n_clicks"),
-                  State("session-run", "data"), State("flame-selection", "data"), prevent_initial_call=True)
+                  State("session-run", "data"), State("flame-selection", "children"), prevent_initial_call=True)
     def zoom(relayout, _reset, run, frame):
         parsed = (None, None) if ctx.triggered_id == "timeline-reset" else parse_relayout(relayout)
         return _redraw(state, run, (None, None) if parsed == "reset" else parsed, frame)
 
     @app.callback(Output("timeline", "figure", allow_duplicate=True),
                   Output("timeline-status", "children", allow_duplicate=True), Output("stack-panel", "children"),
-                  Input("gaps-table", "cellClicked"), State("session-run", "data"), State("flame-selection", "data"),
-                  prevent_initial_call=True)
+                  Input("gaps-table", "cellClicked"), State("session-run", "data"),
+                  State("flame-selection", "children"), prevent_initial_call=True)
     def show_gap(clicked, run, frame):
         row_id = clicked.get("rowId") if isinstance(clicked, dict) else None
         try:

@@ -20,8 +20,10 @@ Contract:
   stack ends at its frame), ``None`` for the root or a summed node.
   ``frame_gaps(gaps, id)`` is that filter as a bool per gap id (for the timeline's gap markers);
   ``frame_label(id)`` the frame's short label.
-- ``clicked_frame(click_data)``: the frame a Plotly click on the icicle selects; a click on the top
-  bar of a zoomed icicle zooms out, and selects its parent. Anything malformed selects nothing.
+- ``clicked_frame(click_data, selected)``: the frame a Plotly click on the icicle (or on its path
+  bar) selects, as Plotly zooms to it. Plotly zooms into a clicked frame, so the selected frame is
+  the icicle's top bar, and a click on it zooms out: its parent is selected. Anything malformed
+  selects nothing.
 """
 from __future__ import annotations
 
@@ -180,13 +182,12 @@ def frame_gaps(gaps: GapColumns, frame_id: str | None) -> np.ndarray | None:
     return gap_mask(gaps, {"stack": wanted})[0] if wanted is not None else None
 
 
-def clicked_frame(click_data: object) -> str | None:
+def clicked_frame(click_data: object, selected: object = None) -> str | None:
     points = click_data.get("points") if isinstance(click_data, dict) else None
     point = points[0] if isinstance(points, list) and points and isinstance(points[0], dict) else {}
-    frame, entry = point.get("id"), point.get("entry")
+    frame = point.get("id")
     if not isinstance(frame, str) or frame == ROOT:
         return None
-    if frame == entry:  # the top bar of a zoomed icicle: Plotly zooms out to its parent
-        parent = point.get("parent")
-        return parent if isinstance(parent, str) and parent not in ("", ROOT) else None
+    if frame == selected:  # Plotly has zoomed into the selected frame: a click on it zooms out
+        return frame.rpartition(SEPARATOR)[0] or None
     return frame

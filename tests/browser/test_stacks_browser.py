@@ -2,7 +2,8 @@
 
 The session is ``training_capture(sampled=True)``: per step ``train.py:30 train_step`` (under
 ``train.py:100 <module>``) holding ``:42 forward`` and the read in ``:57 log_loss`` (above torch's
-``_tensor.py:1020 item``). Screenshots go to ``test-artifacts/``.
+``_tensor.py:1020 item``); ``plain`` is the same run without the sampler. Screenshots go to
+``test-artifacts/``.
 """
 from __future__ import annotations
 
@@ -36,9 +37,11 @@ def site(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("stacks-browser") / "logdir"
     run = write_session(str(logdir), "sampled", {"localhost_9012": training_capture(
         steps=STEPS, devices=DEVICES, read_every=1, recompile_every=10, script=DEMO_SCRIPT, sampled=True)})
+    plain = write_session(str(logdir), "plain", {"localhost_9012": training_capture(
+        steps=STEPS, devices=DEVICES, read_every=1, recompile_every=10, script=DEMO_SCRIPT)})
     flame = idle_flame(analyze(Session.load(run)))
     with DashboardServer(logdir) as server:
-        yield server, {node.label: node.pieces for node in flame.nodes}
+        yield server, {node.label: node.pieces for node in flame.nodes}, analyze(Session.load(plain)).gap_count
 
 
 def gap_column(driver, col: str) -> list[str]:
@@ -48,12 +51,18 @@ def gap_column(driver, col: str) -> list[str]:
 def click_slice(driver, label: str) -> None:
     from selenium.webdriver import ActionChains
 
-    (box,) = [s for s in driver.find_elements("css selector", "#flame .slice") if s.text.strip() == label]
+    # The icicle redraws its boxes as it zooms: wait for the one box with that label, then click it.
+    box = wait_for(driver, f"(b => b.length === 1 && b[0])([...document.querySelectorAll('#flame .slice')]"
+                           f".filter(s => s.textContent.trim() === {json.dumps(label)}))")
     ActionChains(driver).move_to_element(box).click().perform()
 
 
+def status_is(driver, text: str) -> None:
+    wait_for(driver, f"document.getElementById('flame-status').textContent === {json.dumps(text)}")
+
+
 def test_a_flame_frame_filters_the_gaps_and_a_gap_shows_its_stack(site, browser):
-    server, pieces = site
+    server, pieces, plain_gaps = site
     browser.get(server.url + "/session/sampled")
     wait_for(browser, f"document.querySelectorAll('#flame .slice').length >= 5 && {ROWS_LOADED}")
     every = browser.find_element("css selector", "#gaps-info").text
@@ -92,7 +101,7 @@ def test_a_flame_frame_filters_the_gaps_and_a_gap_shows_its_stack(site, browser)
 
 
 def test_a_finding_shows_its_stack_when_expanded(site, browser):
-    server, _ = site
+    server, _, _ = site
     browser.get(server.url + "/session/sampled")
     wait_for(browser, "document.querySelector('#findings .finding-stack')")
     stack = browser.find_element("css selector", "#findings .finding-stack")
@@ -101,4 +110,36 @@ def test_a_finding_shows_its_stack_when_expanded(site, browser):
     wait_for(browser, "document.querySelector('#findings .finding-stack[open]')")
     frames = [f.text for f in stack.find_elements("css selector", ".frame")]
     assert frames[0] == "train.py:100 <module>" and frames[-1] in ("train.py:57 log_loss", "train.py:30 train_step")
+    assert severe_console_errors(browser) == []
+
+
+def test_zooming_out_selects_the_parent_and_another_session_starts_unfiltered(site, browser):
+    server, pieces, plain_gaps = site
+    browser.get(server.url + "/session/sampled")
+    wait_for(browser, f"document.querySelectorAll('#flame .slice').length >= 5 && {ROWS_LOADED}")
+    every = browser.find_element("css selector", "#gaps-info").text
+    click_slice(browser, "train.py:57 log_loss")
+    status_is(browser, "Showing only the gaps under train.py:57 log_loss.")
+    # Zoomed in, the icicle's top bar is the selected frame: a click on it zooms out to its caller.
+    click_slice(browser, "train.py:57 log_loss")
+    status_is(browser, "Showing only the gaps under train.py:30 train_step.")
+    wait_for(browser, f"document.getElementById('gaps-info').textContent === "
+                      f"'{pieces['train.py:30 train_step']:,} gaps'")
+    click_slice(browser, "train.py:57 log_loss")
+    status_is(browser, "Showing only the gaps under train.py:57 log_loss.")
+    # In-app navigation to a session without stacks: its gaps are not filtered by the other's frame.
+    browser.find_element("css selector", ".brand").click()
+    wait_for(browser, "document.querySelectorAll('#sessions-table .session-link').length === 2")
+    browser.find_element("link text", "plain").click()
+    wait_for(browser, f"document.getElementById('flame-empty') && {ROWS_LOADED}")
+    assert "no Python stacks in the capture of localhost:9012" in browser.find_element("css selector",
+                                                                                       "#flame-empty").text
+    assert browser.find_element("css selector", "#gaps-info").text == f"{plain_gaps:,} gaps"  # all of them
+    assert "only" not in browser.find_element("css selector", "#timeline-status").text
+    screenshot(browser, "stacks-none")
+    browser.back()
+    browser.back()
+    wait_for(browser, f"document.querySelectorAll('#flame .slice').length >= 5 && {ROWS_LOADED}")
+    status_is(browser, "Click a frame to see only its gaps.")
+    assert browser.find_element("css selector", "#gaps-info").text == every
     assert severe_console_errors(browser) == []

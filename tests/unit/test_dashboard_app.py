@@ -149,13 +149,13 @@ GAPS = "..gaps-table.getRowsResponse...gaps-info.children.."
 
 def zoom(client, relayout, run="train", reset=None, frame=None):
     return call(client, ZOOM, [("timeline", "relayoutData", relayout), ("timeline-reset", "n_clicks", reset)],
-                state=[("session-run", "data", run), ("flame-selection", "data", frame)],
+                state=[("session-run", "data", run), ("flame-selection", "children", frame)],
                 changed="timeline-reset.n_clicks" if reset else None)
 
 
 def click_gap(client, cell, run="train", frame=None):
     return call(client, GAP_CLICK, [("gaps-table", "cellClicked", cell)],
-                state=[("session-run", "data", run), ("flame-selection", "data", frame)])
+                state=[("session-run", "data", run), ("flame-selection", "children", frame)])
 
 
 def figure_range(text: str) -> list[float]:

@@ -185,10 +185,14 @@ def test_idle_by_line_rows_and_findings_stacks(analysis, library):
 
 def test_a_click_on_the_icicle_selects_a_frame_and_anything_else_nothing(library):
     step = f"{MODULE}{SEPARATOR}{STEP}"
-    assert clicked_frame({"points": [{"id": step, "parent": MODULE, "entry": ROOT}]}) == step
-    # A click on the top bar of a zoomed icicle zooms out: its parent is selected.
-    assert clicked_frame({"points": [{"id": step, "parent": MODULE, "entry": step}]}) == MODULE
-    assert clicked_frame({"points": [{"id": MODULE, "parent": ROOT, "entry": MODULE}]}) is None
+    # What Plotly sends: the node's id and label, the labels of its parent and of the zoomed-in node.
+    root = "all idle time with a Python line"
+    click = {"points": [{"id": step, "label": "train.py:20 step", "parent": "train.py:10 <module>", "entry": root}]}
+    assert clicked_frame(click) == step and clicked_frame(click, MODULE) == step
+    # Plotly zooms into a clicked frame: a click on the selected frame, the top bar, zooms out to its parent.
+    assert clicked_frame(click, step) == MODULE
+    assert clicked_frame({"points": [{"id": MODULE}]}, MODULE) is None
+    assert clicked_frame({"points": [{"id": ROOT, "label": root}]}, step) is None  # the path bar's root
     for junk in (None, "x", {}, {"points": []}, {"points": ["x"]}, {"points": [{"id": 5}]}, {"points": [{"id": ROOT}]}):
         assert clicked_frame(junk) is None
     assert frame_label(f"{step}\n{library}:3 lookup") == "sched.py:3 lookup"

@@ -26,7 +26,7 @@ def setup(tmp_path_factory):
     state = AppState(str(logdir))
     app = create_app(str(logdir), state)
     outputs = {trigger: output_for([(key, cb["inputs"]) for key, cb in app.callback_map.items()], trigger)
-               for trigger in ("url.pathname", "flame.clickData", "flame-selection.data", "gaps-table.cellClicked",
+               for trigger in ("url.pathname", "flame.clickData", "flame-selection.children", "gaps-table.cellClicked",
                                "gaps-table.getRowsRequest", "timeline.relayoutData")}
     return app.server.test_client(), state, outputs
 
@@ -44,13 +44,14 @@ def page(setup, run: str) -> str:
     return json.dumps(response, ensure_ascii=False)
 
 
-def select(setup, click, clear=None, run="sampled"):
+def select(setup, click, clear=None, run="sampled", selected=None):
     return post(setup, "flame.clickData", [("flame", "clickData", click), ("flame-clear", "n_clicks", clear)],
-                [("session-run", "data", run)], changed="flame-clear.n_clicks" if clear else None)
+                [("flame-selection", "children", selected), ("session-run", "data", run)],
+                changed="flame-clear.n_clicks" if clear else None)
 
 
 def apply(setup, frame, model=None, run="sampled"):
-    return post(setup, "flame-selection.data", [("flame-selection", "data", frame)],
+    return post(setup, "flame-selection.children", [("flame-selection", "children", frame)],
                 [("gaps-table", "filterModel", model), ("session-run", "data", run)])
 
 
@@ -75,14 +76,17 @@ def test_a_session_without_stacks_says_why_instead_of_an_empty_chart(setup):
 
 
 def test_a_click_on_a_frame_selects_it_and_clear_zooms_out(setup):
-    status, response = select(setup, {"points": [{"id": LOG_LOSS, "parent": f"{MODULE}\n{STEP}", "entry": ROOT}]})
-    assert status == 200 and response["flame-selection"]["data"] == LOG_LOSS and "flame" not in response
+    status, response = select(setup, {"points": [{"id": LOG_LOSS, "label": "train.py:57 log_loss",
+                                                   "entry": "all idle time with a Python line"}]})
+    assert status == 200 and response["flame-selection"]["children"] == LOG_LOSS and "flame" not in response
+    again = select(setup, {"points": [{"id": LOG_LOSS}]}, selected=LOG_LOSS)[1]  # the top bar: zoom out
+    assert again["flame-selection"]["children"] == f"{MODULE}\n{STEP}"
     status, response = select(setup, {"points": [{"id": LOG_LOSS}]}, clear=1)
-    assert response["flame-selection"]["data"] is None
+    assert response["flame-selection"]["children"] is None
     assert response["flame"]["figure"]["data"][0]["level"] == ROOT
     for junk in ("x", {"points": "x"}, {"points": [{"id": ["x"]}]}):
-        assert select(setup, junk)[1]["flame-selection"]["data"] is None
-    assert select(setup, None, clear=1, run="../../etc")[1] == {"flame-selection": {"data": None}}
+        assert select(setup, junk)[1]["flame-selection"]["children"] is None
+    assert select(setup, None, clear=1, run="../../etc")[1] == {"flame-selection": {"children": None}}
 
 
 def test_a_selected_frame_filters_the_gaps_grid_and_the_timeline(setup):
@@ -107,7 +111,7 @@ def test_a_selected_frame_filters_the_gaps_grid_and_the_timeline(setup):
     # A zoom keeps the selection; clearing it brings every gap back and drops only the stack filter.
     zoom = post(setup, "timeline.relayoutData", [("timeline", "relayoutData", {"xaxis.autorange": True}),
                                                  ("timeline-reset", "n_clicks", None)],
-                [("session-run", "data", "sampled"), ("flame-selection", "data", LOG_LOSS)])[1]
+                [("session-run", "data", "sampled"), ("flame-selection", "children", LOG_LOSS)])[1]
     assert idle_lanes(zoom["timeline"]["figure"]) == {"TransferFromDevice (blocking read)": {"TPU:0", "TPU:1"}}
     cleared = apply(setup, None, model)[1]
     assert cleared["gaps-table"]["filterModel"] == user_filter
@@ -121,7 +125,7 @@ def test_a_clicked_gap_shows_its_stack_beside_the_timeline(setup):
     gaps = state.gaps("sampled")
     read = next(i for i in range(len(gaps)) if gaps.labels["stack"][1][gaps.labels["stack"][0][i]] == LOG_LOSS)
     status, response = post(setup, "gaps-table.cellClicked", [("gaps-table", "cellClicked", {"rowId": str(read)})],
-                            [("session-run", "data", "sampled"), ("flame-selection", "data", None)])
+                            [("session-run", "data", "sampled"), ("flame-selection", "children", None)])
     assert status == 200
     panel = json.dumps(response["stack-panel"]["children"])
     assert "idle on TPU:" in panel and "transfer_from_device" in panel
@@ -130,4 +134,4 @@ def test_a_clicked_gap_shows_its_stack_beside_the_timeline(setup):
     assert panel.count("frame frame-user") == 3 and panel.count("frame frame-framework") == 1
     assert panel.count("frame-source") == 1
     assert post(setup, "gaps-table.cellClicked", [("gaps-table", "cellClicked", {"rowId": "x"})],
-                [("session-run", "data", "sampled"), ("flame-selection", "data", None)])[0] == 204
+                [("session-run", "data", "sampled"), ("flame-selection", "children", None)])[0] == 204
