@@ -1,12 +1,13 @@
 """The dashboard's Python-stack view-models (flame graph, gaps' stacks, idle by line) on a capture
 whose every microsecond is known.
 
-Worker ``w:9012`` (us): window [0, 1000]; TPU:0 busy [0, 100], [300, 400], [560, 600], [700, 1000], so
-three gaps. The training thread runs the span ``step`` [50, 710] (``/w/train.py:20``) and a compile
-[100, 300]. The sampler saw ``MAIN`` (train.py:10 <module> > train.py:20 step) except in
-``model.py:5 forward`` [400, 560] and a library's ``sched.py:3 lookup`` [600, 700] (above torch's
-``nonzero``). So: gap 0 [100, 300] compile at train.py:20, gap 1 [400, 560] host tracing in
-forward, gap 2 [600, 700] host tracing at the library line. Worker ``x:9013`` (second, no sampler):
+Worker ``w:9012`` (us): window [0, 10000]; TPU:0 busy [0, 1000], [3000, 4000], [5600, 6000],
+[7000, 10000], so three gaps. The training thread runs the span ``step`` [500, 7100]
+(``/w/train.py:20``) and a compile [1000, 3000]. The sampler saw ``data.py:3 load`` until 1000, then
+``MAIN`` (train.py:10 <module> > train.py:20 step) except in ``model.py:5 forward`` [4000, 5600] and
+a library's ``sched.py:3 lookup`` [6000, 7000] (above torch's ``nonzero``). So: gap 0 [1000, 3000]
+compile at train.py:20, gap 1 [4000, 5600] host tracing in forward, gap 2 [6000, 7000] host tracing
+at the library line. Worker ``x:9013`` (second, no sampler):
 one gap [0, 50] in its span ``warmup`` (``/w/v.py:7``).
 """
 from __future__ import annotations
@@ -50,17 +51,19 @@ def library(tmp_path_factory):
 
 def sampled_worker(library: str) -> bytes:
     builder = XSpaceBuilder()
-    builder.task_environment(1000.0)
+    builder.task_environment(10000.0)
     host = builder.plane(vocabulary.HOST_PLANE)
     python = host.line("python", line_id=1)
-    python.event("step", 50, 660, source="/w/train.py:20")
-    python.event("XLAGraphExecutor::Compile", 100, 200, graph_hash="ab")
+    python.event("step", 500, 6600, source="/w/train.py:20")
+    python.event("XLAGraphExecutor::Compile", 1000, 2000, graph_hash="ab")
     modules = builder.plane("/device:TPU:0").line("XLA Modules")
-    for start, end in ((0, 100), (300, 400), (560, 600), (700, 1000)):
+    for start, end in ((0, 1000), (3000, 4000), (5600, 6000), (7000, 10000)):
         modules.event("SyncTensorsGraph.1", start, end - start)
     add_stack_samples(host, thread_line_id=1, stacks={
-        "main": MAIN, "forward": f"{MAIN}\n{FORWARD}", "lib": f"{MAIN}\n{library}:3 lookup\n{TORCH}"},
-        runs=[(0, 400, "main"), (400, 560, "forward"), (560, 600, "main"), (600, 700, "lib"), (700, 1000, "main")])
+        "load": f"{MODULE}\n/w/data.py:3 load", "main": MAIN, "forward": f"{MAIN}\n{FORWARD}",
+        "lib": f"{MAIN}\n{library}:3 lookup\n{TORCH}"},
+        runs=[(0, 1000, "load"), (1000, 4000, "main"), (4000, 5600, "forward"), (5600, 6000, "main"),
+              (6000, 7000, "lib"), (7000, 10000, "main")])
     return builder.to_bytes()
 
 
@@ -91,14 +94,14 @@ def test_the_flame_graph_weighs_each_frame_by_the_idle_time_under_it(analysis, l
     lookup = f"{library}:3 lookup"
     step = f"{MODULE}{SEPARATOR}{STEP}"
     assert [(n.id, n.parent, n.label, n.value, n.cause, n.pieces) for n in flame.nodes] == [
-        (ROOT, "", "all idle time with a Python line", 460_000, "host_tracing", 3),
-        (MODULE, ROOT, "train.py:10 <module>", 460_000, "host_tracing", 3),
-        (step, MODULE, "train.py:20 step", 460_000, "host_tracing", 3),
-        (f"{step}\n(compile at this line)", step, "compile at this line", 200_000, "compile", 1),
-        (f"{step}\n{FORWARD}", step, "model.py:5 forward", 160_000, "host_tracing", 1),
-        (f"{step}\n{lookup}", step, "sched.py:3 lookup", 100_000, "host_tracing", 1),
+        (ROOT, "", "all idle time with a Python line", 4_600_000, "host_tracing", 3),
+        (MODULE, ROOT, "train.py:10 <module>", 4_600_000, "host_tracing", 3),
+        (step, MODULE, "train.py:20 step", 4_600_000, "host_tracing", 3),
+        (f"{step}\n(compile at this line)", step, "compile at this line", 2_000_000, "compile", 1),
+        (f"{step}\n{FORWARD}", step, "model.py:5 forward", 1_600_000, "host_tracing", 1),
+        (f"{step}\n{lookup}", step, "sched.py:3 lookup", 1_000_000, "host_tracing", 1),
     ]
-    assert flame.nodes[2].by_cause == {"host_tracing": 260_000, "compile": 200_000}
+    assert flame.nodes[2].by_cause == {"host_tracing": 2_600_000, "compile": 2_000_000}
     assert flame.nodes[4].frame == FORWARD and flame.nodes[3].frame == ""
     # The plain worker's gap [0, 50] has no stack: not drawn, but counted and explained.
     assert flame.unplaced_us == pytest.approx(50.0) and flame.summed == 0
@@ -110,8 +113,8 @@ def test_past_the_node_cap_the_smaller_frames_are_summed(analysis):
     flame = idle_flame(analysis, max_nodes=4)
     step = f"{MODULE}{SEPARATOR}{STEP}"
     assert [(n.id, n.parent, n.label, n.value) for n in flame.nodes] == [
-        (ROOT, "", "all idle time with a Python line", 460_000), (MODULE, ROOT, "train.py:10 <module>", 460_000),
-        (step, MODULE, "train.py:20 step", 460_000), (f"{step}\n{OTHER}", step, "3 smaller frames", 460_000)]
+        (ROOT, "", "all idle time with a Python line", 4_600_000), (MODULE, ROOT, "train.py:10 <module>", 4_600_000),
+        (step, MODULE, "train.py:20 step", 4_600_000), (f"{step}\n{OTHER}", step, "3 smaller frames", 4_600_000)]
     assert flame.summed == 3 and flame.nodes[3].pieces == 3 and frame_filter(flame.nodes[3].id) is None
     assert len(idle_flame(analysis, max_nodes=5).nodes) == 5
 
@@ -131,11 +134,11 @@ def test_a_frame_filters_the_gaps_table_and_the_timeline_to_its_gaps(analysis, g
     narrowed = only_gaps(timeline, frame_gaps(gaps, lookup))
     tpu = [lane.label for lane in timeline.lanes].index("w:9012 TPU:0")
     idle = lambda lane: sorted(zip(lane.start[lane.gap >= 0].tolist(), lane.gap[lane.gap >= 0].tolist()))  # noqa: E731
-    assert idle(timeline.lanes[tpu]) == [(100.0, 0), (400.0, 1), (600.0, 2)]
-    assert idle(narrowed.lanes[tpu]) == [(600.0, 2)]
+    assert idle(timeline.lanes[tpu]) == [(1000.0, 0), (4000.0, 1), (6000.0, 2)]
+    assert idle(narrowed.lanes[tpu]) == [(6000.0, 2)]
     assert narrowed.lanes[tpu].start[narrowed.lanes[tpu].gap < 0].size == 4  # the busy items all stay
     assert idle(narrowed.lanes[tpu + 1 + [ln.label for ln in timeline.lanes[tpu + 1:]].index("x:9013 TPU:0")]) == []
-    bars = view(narrowed, 590, 710)
+    bars = view(narrowed, 5900, 7100)
     assert sum("sched.py:3" in h for h in bars.hover) == 1
 
 
@@ -157,7 +160,7 @@ def test_gap_rows_name_the_line_of_their_stack_and_carry_the_stack(gaps, library
 
 def test_a_clicked_gap_shows_its_whole_stack_and_the_lines_text(analysis, gaps, library):
     stack = gap_stack(analysis, gaps, "2")
-    assert stack.title == "100 us idle on TPU:0 of w:9012: host_tracing"
+    assert stack.title == "1.0 ms idle on TPU:0 of w:9012: host_tracing"
     assert (stack.span, stack.source, stack.code) == ("step", f"{library}:3", LIBRARY_LINE)
     assert stack.lines == [StackLine("train.py:10 <module>", MODULE, True, False),
                            StackLine("train.py:20 step", STEP, True, False),
@@ -170,11 +173,11 @@ def test_a_clicked_gap_shows_its_whole_stack_and_the_lines_text(analysis, gaps, 
 
 def test_idle_by_line_rows_and_findings_stacks(analysis, library):
     assert idle_line_rows(analysis) == [
-        {"id": 0, "source": "/w/train.py:20", "code": "", "cause": "compile", "idle_ms": 0.2, "pieces": 1,
+        {"id": 0, "source": "/w/train.py:20", "code": "", "cause": "compile", "idle_ms": 2.0, "pieces": 1,
          "called_from": "", "spans": "step"},
-        {"id": 1, "source": "/w/model.py:5", "code": "", "cause": "host_tracing", "idle_ms": 0.16, "pieces": 1,
+        {"id": 1, "source": "/w/model.py:5", "code": "", "cause": "host_tracing", "idle_ms": 1.6, "pieces": 1,
          "called_from": "/w/train.py:20", "spans": "step"},
-        {"id": 2, "source": f"{library}:3", "code": LIBRARY_LINE, "cause": "host_tracing", "idle_ms": 0.1,
+        {"id": 2, "source": f"{library}:3", "code": LIBRARY_LINE, "cause": "host_tracing", "idle_ms": 1.0,
          "pieces": 1, "called_from": "/w/train.py:20", "spans": "step"},
     ]
     finding = next(f for f in analysis.findings if f.source == f"{library}:3")
