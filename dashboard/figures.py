@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from dashboard.views.axis import AXIS_UNIT_US
-from dashboard.views.flame import ROOT, Flame
+from dashboard.views.flame import ROOT, SEPARATOR, Flame
 from dashboard.views.overview import Overview, StepSeries
 from dashboard.views.timeline import CATEGORIES, TimelineView
 from xlaprof.analysis.attribution import CAUSES
@@ -136,13 +136,15 @@ def worker_chart(rows: list[dict]) -> go.Figure:
 
 def flame_figure(flame: Flame) -> go.Figure:
     """The idle flame graph as an icicle, the outermost frames at the top, each frame as wide as the
-    idle time under it and coloured by the cause of most of it; clicking a frame zooms into it."""
+    idle time under it and coloured by the cause of most of it, opened at ``Flame.top`` (the path bar
+    above leads back to the root); clicking a frame zooms into it."""
     nodes = flame.nodes
     fig = go.Figure(go.Icicle(
         ids=[n.id for n in nodes], parents=[n.parent for n in nodes], labels=[n.label for n in nodes],
-        values=[n.value for n in nodes], branchvalues="total", level=ROOT, maxdepth=FLAME_DEPTH,
+        values=[n.value for n in nodes], branchvalues="total", level=flame.top, maxdepth=FLAME_DEPTH,
         marker=dict(colors=[color(n.cause) for n in nodes], line=dict(width=1, color="#ffffff")),
         hovertext=[flame.hover(n) for n in nodes], hoverinfo="text", textinfo="label",
         tiling=dict(orientation="v"), pathbar=dict(visible=True, side="top"), sort=False, leaf=dict(opacity=1.0)))
-    depth = max((n.id.count("\n") + 2 for n in nodes if n.id != ROOT), default=1)
+    top = flame.top.count(SEPARATOR) + 1 if flame.top != ROOT else 0
+    depth = max((n.id.count(SEPARATOR) + 2 - top for n in nodes if n.id != ROOT), default=1)
     return _layout(fig, 60 + FLAME_LEVEL_PX * min(depth, FLAME_DEPTH), margin=dict(l=0, r=0, t=30, b=0))

@@ -5,7 +5,8 @@ Contract: ``section(analysis, flame, figure)`` builds the section (id ``flame-se
 (``flame-status``), and the "Idle time by Python line" table (``idle-lines-table``). A session
 without stacks shows the analysis' note (``flame-empty``) instead of an empty chart.
 ``register(app, state, redraw)`` adds the callbacks: a click on a frame selects it (the hidden
-``flame-selection`` holds its id as its children), Clear selects nothing and zooms the icicle out;
+``flame-selection`` holds its id as its children; a click on the top bar, its parent), Clear
+selects nothing and draws the icicle as it opened;
 a selection sets the gaps grid's filter on its hidden stack column (other columns' filters stay)
 and redraws the timeline with only the selected frame's gap markers (``redraw(run, frame)``, from
 the session page).
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from dashboard.figures import COLORS, flame_figure
 from dashboard.grid import Column, ColumnKind, table_grid
@@ -74,12 +76,16 @@ def register(app: Dash, state: AppState, redraw: Callable[[str, str | None], tup
                   Input("flame", "clickData"), Input("flame-clear", "n_clicks"), State("flame-selection", "children"),
                   State("session-run", "data"), prevent_initial_call=True)
     def select(click, _clear, selected, run):
-        if ctx.triggered_id != "flame-clear":
-            return clicked_frame(click, selected), no_update
-        try:  # the icicle drawn again from its root
-            return None, flame_figure(state.flame(run)).to_dict()
+        try:
+            flame = state.flame(run)
         except XlaprofError:
             return None, no_update
+        if ctx.triggered_id == "flame-clear":  # the icicle drawn again as it opened
+            return None, flame_figure(flame).to_dict()
+        frame = clicked_frame(click, selected if isinstance(selected, str) else flame.top)
+        if frame is None:
+            raise PreventUpdate
+        return frame, no_update
 
     @app.callback(Output("gaps-table", "filterModel"), Output("timeline", "figure", allow_duplicate=True),
                   Output("timeline-status", "children", allow_duplicate=True), Output("flame-status", "children"),

@@ -20,10 +20,13 @@ Contract:
   stack ends at its frame), ``None`` for the root or a summed node.
   ``frame_gaps(gaps, id)`` is that filter as a bool per gap id (for the timeline's gap markers);
   ``frame_label(id)`` the frame's short label.
-- ``clicked_frame(click_data, selected)``: the frame a Plotly click on the icicle (or on its path
-  bar) selects, as Plotly zooms to it. Plotly zooms into a clicked frame, so the selected frame is
-  the icicle's top bar, and a click on it zooms out: its parent is selected. Anything malformed
-  selects nothing.
+- ``Flame.top``: where the icicle opens, the deepest frame through which all the idle time passes
+  (the callers every stack shares: ``<module>``, ``main``, the training loop), so that the levels
+  shown are the ones where the time splits; Plotly's path bar leads back to the root.
+- ``clicked_frame(click_data, current)``: the frame (or ``ROOT``) a Plotly click on the icicle or
+  its path bar selects, as Plotly zooms to it. ``current`` is the icicle's top bar (the selected
+  frame, else ``Flame.top``): a click on it zooms out, and selects its parent. ``None`` for
+  anything that is not a click on a node.
 """
 from __future__ import annotations
 
@@ -68,6 +71,7 @@ class Flame:
     unplaced_us: float  # idle time without a Python line
     notes: list[str] = field(default_factory=list)  # the analysis' notes on missing stacks
     summed: int = 0  # frames left out and summed into "smaller frames" nodes
+    top: str = ROOT  # the node the icicle opens at: the deepest one all the idle time passes through
 
     def hover(self, node: FlameNode) -> str:
         total = self.nodes[0].value if self.nodes else 1
@@ -100,7 +104,21 @@ def idle_flame(analysis: SessionAnalysis, max_nodes: int = MAX_NODES) -> Flame:
     for parent, dropped in others.items():
         cost = np.sum([tree[path] for path in dropped], axis=0)
         nodes.append(_node(parent + (OTHER,), cost, f"{len(dropped)} smaller frames"))
-    return Flame(nodes, unplaced_us, list(analysis.notes), sum(len(d) for d in others.values()))
+    return Flame(nodes, unplaced_us, list(analysis.notes), sum(len(d) for d in others.values()), _top(nodes))
+
+
+def _top(nodes: list[FlameNode]) -> str:
+    """Down from the root while a node's one child holds all its time and has children itself."""
+    children: dict[str, list[FlameNode]] = {}
+    for node in nodes:
+        children.setdefault(node.parent, []).append(node)
+    top = nodes[0]
+    while len(children.get(top.id, [])) == 1:
+        (child,) = children[top.id]
+        if child.value != top.value or child.id not in children:
+            break
+        top = child
+    return top.id
 
 
 def _path_costs(analysis: SessionAnalysis) -> tuple[dict[tuple[str, ...], np.ndarray], float]:
@@ -182,12 +200,12 @@ def frame_gaps(gaps: GapColumns, frame_id: str | None) -> np.ndarray | None:
     return gap_mask(gaps, {"stack": wanted})[0] if wanted is not None else None
 
 
-def clicked_frame(click_data: object, selected: object = None) -> str | None:
+def clicked_frame(click_data: object, current: str) -> str | None:
     points = click_data.get("points") if isinstance(click_data, dict) else None
     point = points[0] if isinstance(points, list) and points and isinstance(points[0], dict) else {}
     frame = point.get("id")
-    if not isinstance(frame, str) or frame == ROOT:
+    if not isinstance(frame, str):
         return None
-    if frame == selected:  # Plotly has zoomed into the selected frame: a click on it zooms out
-        return frame.rpartition(SEPARATOR)[0] or None
+    if frame == current:  # the icicle's top bar: Plotly zooms out to its parent
+        return frame.rpartition(SEPARATOR)[0] or ROOT
     return frame

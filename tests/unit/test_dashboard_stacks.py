@@ -102,6 +102,8 @@ def test_the_flame_graph_weighs_each_frame_by_the_idle_time_under_it(analysis, l
         (f"{step}\n{lookup}", step, "sched.py:3 lookup", 1_000_000, "host_tracing", 1),
     ]
     assert flame.nodes[2].by_cause == {"host_tracing": 2_600_000, "compile": 2_000_000}
+    # It opens at the frame all the idle time passes through: train.py:20 step, whose time splits.
+    assert flame.top == f"{MODULE}{SEPARATOR}{STEP}"
     assert flame.nodes[4].frame == FORWARD and flame.nodes[3].frame == ""
     # The plain worker's gap [0, 50] has no stack: not drawn, but counted and explained.
     assert flame.unplaced_us == pytest.approx(50.0) and flame.summed == 0
@@ -116,6 +118,7 @@ def test_past_the_node_cap_the_smaller_frames_are_summed(analysis):
         (ROOT, "", "all idle time with a Python line", 4_600_000), (MODULE, ROOT, "train.py:10 <module>", 4_600_000),
         (step, MODULE, "train.py:20 step", 4_600_000), (f"{step}\n{OTHER}", step, "3 smaller frames", 4_600_000)]
     assert flame.summed == 3 and flame.nodes[3].pieces == 3 and frame_filter(flame.nodes[3].id) is None
+    assert flame.top == step  # not the summed leaf below it
     assert len(idle_flame(analysis, max_nodes=5).nodes) == 5
 
 
@@ -191,13 +194,14 @@ def test_a_click_on_the_icicle_selects_a_frame_and_anything_else_nothing(library
     # What Plotly sends: the node's id and label, the labels of its parent and of the zoomed-in node.
     root = "all idle time with a Python line"
     click = {"points": [{"id": step, "label": "train.py:20 step", "parent": "train.py:10 <module>", "entry": root}]}
-    assert clicked_frame(click) == step and clicked_frame(click, MODULE) == step
-    # Plotly zooms into a clicked frame: a click on the selected frame, the top bar, zooms out to its parent.
+    assert clicked_frame(click, ROOT) == step and clicked_frame(click, MODULE) == step
+    # Plotly zooms into a clicked frame: a click on the current top bar zooms out, to its parent.
     assert clicked_frame(click, step) == MODULE
-    assert clicked_frame({"points": [{"id": MODULE}]}, MODULE) is None
-    assert clicked_frame({"points": [{"id": ROOT, "label": root}]}, step) is None  # the path bar's root
-    for junk in (None, "x", {}, {"points": []}, {"points": ["x"]}, {"points": [{"id": 5}]}, {"points": [{"id": ROOT}]}):
-        assert clicked_frame(junk) is None
+    assert clicked_frame({"points": [{"id": MODULE}]}, MODULE) == ROOT
+    assert clicked_frame({"points": [{"id": ROOT}]}, ROOT) == ROOT
+    assert clicked_frame({"points": [{"id": ROOT, "label": root}]}, step) == ROOT  # the path bar's root
+    for junk in (None, "x", {}, {"points": []}, {"points": ["x"]}, {"points": [{"id": 5}]}):
+        assert clicked_frame(junk, step) is None
     assert frame_label(f"{step}\n{library}:3 lookup") == "sched.py:3 lookup"
     assert frame_label(f"{step}\n(compile at this line)") == "train.py:20 step (its own line)"
     assert short_frame("C:\\work\\train.py:5 main") == "train.py:5 main" and short_frame("junk") == "junk"
