@@ -37,7 +37,8 @@ def capture_worker(logdir: str, name: str, *args: str, module: str, debug_file: 
 
 @pytest.fixture(scope="session")
 def live_worker(tmp_path_factory):
-    worker = DemoWorker(debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"))
+    # A new shape every step: every capture of it holds several compiles of train_step.
+    worker = DemoWorker("--reshape-every", "1", debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"))
     yield worker
     worker.stop()
 
