@@ -2,6 +2,7 @@
 
 Contract: ``format_duration(us)`` renders microseconds as ``850 us``, ``12.3 ms``, ``1,234.5 ms``
 below 10 s and ``12.35 s`` from there, with thousands separators; negative values keep their sign.
+``format_duration_change`` and ``format_percent_change`` write changes, always signed.
 """
 from __future__ import annotations
 
@@ -17,3 +18,13 @@ def format_duration(us: float) -> str:
     if magnitude >= US_PER_MS:
         return f"{us / US_PER_MS:,.1f} ms"
     return f"{us:,.1f} us" if magnitude < 10 else f"{us:,.0f} us"
+
+
+def format_duration_change(us: float) -> str:
+    """A change of duration with its sign: ``+238.0 ms``, ``-1.60 s``, ``0.0 us``."""
+    return ("+" if us > 0 else "") + format_duration(us)
+
+
+def format_percent_change(fraction: float) -> str:
+    """A relative change with its sign: 0.108 is ``+10.8%``."""
+    return f"{100 * fraction:+.1f}%"
