@@ -1,8 +1,9 @@
 """The ``xlaprof`` command line: a thin layer, one library call per subcommand.
 
-Contract: ``main(argv)`` returns the exit code: 0 on success, 2 on bad input or an unreachable
-worker (one clear line on stderr, no traceback), 3 when a multi-worker capture is partial,
-130 on Ctrl-C. ``build_parser()`` documents every subcommand (``xlaprof <cmd> --help``), each
+Contract: ``main(argv)`` returns the exit code: 0 on success, 1 when ``diff --fail-if`` finds a
+budget exceeded (one line per exceeded budget on stderr), 2 on bad input, a malformed budget or
+an unreachable worker (one clear line on stderr, no traceback), 3 when a multi-worker capture is
+partial, 130 on Ctrl-C. ``build_parser()`` documents every subcommand (``xlaprof <cmd> --help``), each
 option with its default.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from xlaprof import __version__
 from xlaprof.errors import XlaprofError
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 2, 3, 130
+EXIT_OK, EXIT_BUDGET_EXCEEDED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 DEFAULT_LOGDIR = "xlaprof-logs"
 
 
@@ -30,6 +31,33 @@ class _HelpWithDefaults(argparse.HelpFormatter):
         default = action.default
         shown = "off" if default is False else "none" if default is None else "%(default)s"
         return f"{text} (default: {shown})"
+
+
+class _HelpWithExamples(_HelpWithDefaults, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown, and the description and examples kept as written."""
+
+
+DIFF_HELP = """\
+Compare two sessions of the same job: BEFORE and AFTER are each a session directory, a logdir
+(its newest session) or one .xplane.pb file. The report leads with the verdict: the change of
+the median step time with its 95% confidence interval (bootstrap over steps), the idle cause
+that moved most and the finding behind it; then idle by cause, compiles and reads, and the
+findings matched across the two (by kind and source line, else span): resolved, new, changed.
+
+A budget (--fail-if, repeatable) is METRIC OP VALUE. A signed VALUE is a change from BEFORE
+(+5% relative, +100ms absolute); an unsigned one bounds AFTER (120ms, 0). Times take us, ms or
+s. Metrics: step_time, step_time.p90, idle, idle.<cause> (transfer_from_device, compile,
+transfer_to_device, host_tracing, unattributed), busy, compile_time, read_time, compiles, reads,
+findings.new. A step-time change whose 95% CI includes zero exceeds no budget.
+Exit codes: 0 ok, 1 a budget exceeded (one line each on stderr), 2 bad input or budget."""
+
+DIFF_EXAMPLES = """\
+examples:
+  xlaprof diff logs/plugins/profile/before logs/plugins/profile/after
+  xlaprof diff base-logs new-logs --json
+  xlaprof diff base-logs new-logs --fail-if "step_time>+5%" --fail-if "idle.compile>+100ms"
+  xlaprof diff base-logs new-logs --fail-if "compiles>0" --fail-if "findings.new>0"
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
     ana.add_argument("--debug-file", default=None,
                      help="a PT_XLA_DEBUG_FILE written with PT_XLA_DEBUG_LEVEL=2, to name compile causes")
     ana.add_argument("--top", type=int, default=10, help="rows per table in the text report")
+
+    diff = sub.add_parser("diff", help="compare two sessions; with --fail-if, a regression gate",
+                          formatter_class=_HelpWithExamples, description=DIFF_HELP, epilog=DIFF_EXAMPLES)
+    diff.add_argument("before", help="session directory, logdir, or .xplane.pb file: the baseline")
+    diff.add_argument("after", help="session directory, logdir, or .xplane.pb file: the one to judge")
+    diff.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    diff.add_argument("--fail-if", action="append", default=[], metavar="BUDGET",
+                      help="exit 1 if this budget is exceeded, e.g. 'step_time>+5%%' (repeatable; default: none)")
+    diff.add_argument("--top", type=int, default=10, help="findings listed per status in the text report")
 
     dash = sub.add_parser("dashboard", help="serve the web dashboard for a logdir", formatter_class=_HelpWithDefaults,
                           description="Browse sessions, timelines, gaps, compiles and metrics in a browser.")
@@ -106,6 +143,28 @@ def _analyze(args) -> int:
     return EXIT_OK
 
 
+def _diff(args) -> int:
+    from xlaprof.analysis import analyze
+    from xlaprof.analysis.budgets import check_budgets, parse_budget
+    from xlaprof.analysis.session_diff import diff_sessions
+    from xlaprof.report import diff_json, render_diff_text
+    from xlaprof.session import Session
+
+    budgets = [parse_budget(text) for text in args.fail_if]  # a malformed budget fails before any reading
+    before, after = (analyze(Session.load(path, progress=True)) for path in (args.before, args.after))
+    diff = diff_sessions(before, after)
+    results = check_budgets(budgets, diff)
+    if args.json:
+        json.dump(diff_json(diff, results), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_diff_text(diff, results, top=args.top))
+    exceeded = [r for r in results if r.exceeded]
+    for result in exceeded:
+        print(f"xlaprof: budget exceeded: {result.message}", file=sys.stderr)
+    return EXIT_BUDGET_EXCEEDED if exceeded else EXIT_OK
+
+
 def _capture(args) -> int:
     from collectors.capture import capture_session, parse_workers
 
@@ -145,7 +204,7 @@ def _demo(args) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"capture": _capture, "analyze": _analyze, "dashboard": _dashboard, "demo": _demo}
+_COMMANDS = {"capture": _capture, "analyze": _analyze, "diff": _diff, "dashboard": _dashboard, "demo": _demo}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,6 +14,9 @@ Contract:
   ``training_event_count`` gives it exactly, so a capture of any size can be asked for.
 - ``write_session(logdir, run, captures, manifest)`` lays captures out as a session
   (``<logdir>/plugins/profile/<run>/<name>.xplane.pb`` + ``xlaprof.json``) and returns the run dir.
+- ``write_before_after(logdir)`` writes two sessions of one job, ``before`` (a blocking read in
+  ``log_loss`` every step) and ``after`` (the read removed, captured on another port), for the
+  comparison's tests; returns their run dirs.
 """
 from __future__ import annotations
 
@@ -366,6 +369,15 @@ def write_session(logdir: str, run: str, captures: dict[str, bytes], manifest: d
     if manifest is not None:
         write_manifest(run_dir, manifest)
     return run_dir
+
+
+def write_before_after(logdir: str, *, steps: int = 60, devices: int = 2) -> tuple[str, str]:
+    """Sessions ``before`` (a read every step) and ``after`` (no read) of one job: (run dirs)."""
+    before = write_session(logdir, "before", {"localhost_9012": training_capture(
+        steps=steps, devices=devices, read_every=1, seed=1)})
+    after = write_session(logdir, "after", {"localhost_9013": training_capture(
+        steps=steps, devices=devices, read_every=0, seed=2)})
+    return before, after
 
 
 # The TPU-shaped training capture the benchmarks measure: 4 chips, a read every step, a compile
