@@ -6,7 +6,7 @@ is running; ``.stop()`` ends it. ``run_cli(*args)``
 runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
 ``SYNC_COUNTS`` is worker-script source defining ``counts()``: the (TransferFromDevice, MarkStep)
 counts so far, for the tests that check instrumentation adds neither.
-``demo_span_line(span)`` is the line of ``collectors/demo_worker.py`` that opens ``span``.
+``span_line(module, span)`` is the line of a workload module that opens ``span``.
 """
 from __future__ import annotations
 
@@ -54,9 +54,7 @@ def run_python(code: str, timeout: float = 300, env: dict | None = None) -> subp
                           cwd=REPO, env=environment)
 
 
-def demo_span_line(span: str) -> int:
-    """The line of the demo worker's ``xlaprof.trace(span)``: the source its findings name."""
-    import collectors.demo_worker as demo
-
-    with open(demo.__file__) as handle:
+def span_line(module, span: str) -> int:
+    """The line of ``xlaprof.trace(span)`` in ``module``'s source: the source its findings name."""
+    with open(module.__file__) as handle:
         return next(i for i, line in enumerate(handle, 1) if f'xlaprof.trace("{span}")' in line)
