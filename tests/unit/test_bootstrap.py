@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from xlaprof.analysis import bootstrap
-from xlaprof.analysis.bootstrap import MIN_STEPS, quantile_change_ci
+from xlaprof.analysis.bootstrap import MIN_STEPS, quantile_change_cis
+
+
+def quantile_change_ci(before, after, q: float, **options):
+    (ci,) = quantile_change_cis(before, after, (q,), **options)
+    return ci
 
 
 def _steps(rng, n: int, median_us: float) -> np.ndarray:
@@ -54,3 +59,11 @@ def test_chunked_rounds_give_an_interval_like_unchunked_ones(monkeypatch):
     monkeypatch.setattr(bootstrap, "CHUNK_ELEMENTS", 7 * 500)  # 7 rounds per chunk, a ragged last chunk
     chunked = quantile_change_ci(before, after, 0.5)
     assert chunked == pytest.approx(whole, abs=0.01)
+
+
+def test_several_quantiles_come_from_the_same_draws():
+    rng = np.random.default_rng(6)
+    before, after = _steps(rng, 80, 1000.0), _steps(rng, 90, 1200.0)
+    median, p90 = quantile_change_cis(before, after, (0.5, 0.9))
+    assert median == quantile_change_ci(before, after, 0.5) and p90 == quantile_change_ci(before, after, 0.9)
+    assert quantile_change_cis(before, after[:3], (0.5, 0.9)) == [None, None]

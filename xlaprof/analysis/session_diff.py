@@ -4,14 +4,15 @@ Contract: ``diff_sessions(before, after, config)`` compares two ``SessionAnalysi
 returns a ``SessionDiff`` (times in microseconds of device time summed over devices, like the
 JSON report; each figure a ``Change`` from before to after):
 - ``step_time``: the median and p90 of per-step times (``summary.step_times``), each with the 95%
-  confidence interval of its relative change (``bootstrap.quantile_change_ci``); ``None`` when
+  confidence interval of its relative change (``bootstrap.quantile_change_cis``); ``None`` when
   either session has no steps;
 - device time: window, busy, idle, idle share, and idle by cause;
 - compiles (count and time) and blocking reads (count and host time blocked);
 - ``findings``: matched across the two (``finding_match``): resolved, new, changed, unchanged;
-- ``workers``: per pair of workers (pods), its step time and idle by cause. Workers pair by
-  label (``host:port``); the rest pair in label order (a re-run on another port is the same
-  worker), and what is left is listed in ``unpaired``.
+- ``workers``: per pair of workers of a pod, its step time and idle by cause (empty for one
+  worker on each side: the session's figures are that worker's). Workers pair by label
+  (``host:port``); the rest pair in label order (a re-run on another port is the same worker),
+  and what is left is listed in ``unpaired``.
 It only reads the two analyses; nothing is written, plotted or serialized here.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.bootstrap import quantile_change_ci
+from xlaprof.analysis.bootstrap import quantile_change_cis
 from xlaprof.analysis.finding_match import FindingChange, FindingStatus, MatchConfig, match_findings
 from xlaprof.analysis.session_analysis import SessionAnalysis, WorkerAnalysis
 from xlaprof.analysis.summary import P90, step_times
@@ -122,19 +123,19 @@ def diff_sessions(before: SessionAnalysis, after: SessionAnalysis, config: DiffC
         reads=Change(before.reads.count, after.reads.count),
         read_blocked_us=Change(before.reads.blocked_us, after.reads.blocked_us),
         findings=match_findings(before.findings, after.findings, config.findings),
-        workers=[_worker_diff(b, a, config) for b, a in pairs],
+        workers=[_worker_diff(b, a, config) for b, a in pairs] if len(pairs) > 1 or any(unpaired.values()) else [],
         unpaired=unpaired)
 
 
 def _step_time(before: np.ndarray, after: np.ndarray, config: DiffConfig) -> StepTimeChange | None:
     if not before.size or not after.size:
         return None
-    ci = lambda q: quantile_change_ci(before, after, q, resamples=config.resamples,  # noqa: E731
-                                      level=config.level, seed=config.seed)
+    median_ci, p90_ci = quantile_change_cis(before, after, (0.5, P90), resamples=config.resamples,
+                                            level=config.level, seed=config.seed)
     return StepTimeChange(Change(before.size, after.size),
                           Change(float(np.median(before)), float(np.median(after))),
                           Change(float(np.quantile(before, P90)), float(np.quantile(after, P90))),
-                          ci(0.5), ci(P90), before, after)
+                          median_ci, p90_ci, before, after)
 
 
 def _by_cause(before: dict[str, float], after: dict[str, float]) -> dict[str, Change]:

@@ -11,8 +11,8 @@ one-line answer, ``report.verdict``), ``step_time`` (null without steps: ``steps
 ``transfers_from_device`` (``count``, ``blocked_us``), ``findings`` (``status``: resolved, new,
 changed or unchanged; ``kind``, ``span``, ``source``, ``lost_us`` and ``count`` as changes, and
 the finding itself ``before``/``after`` as in ``analyze --json``, null where absent), ``workers``
-(per pair of workers), ``unpaired_workers`` and ``budgets`` (each ``budget``, ``exceeded``,
-``message``).
+(per pair of workers of a pod; empty for one worker on each side), ``unpaired_workers`` and
+``budgets`` (each ``budget``, ``exceeded``, ``message``).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Contract: ``render_diff_text(diff, budgets, top=10)`` returns plain text (no col
 100 columns) rendered from ``diff_json`` (so text and JSON never disagree): the two sessions,
 the verdict, step time (median and p90 with their confidence intervals), device idle by cause,
 compiles and reads, the findings that were resolved, are new or changed (``top`` of each), per
-pair of workers where there are several, and the budgets checked. Times by
+pair of workers of a pod, and the budgets checked. Times by
 ``xlaprof.units.format_duration``.
 """
 from __future__ import annotations
@@ -51,7 +51,7 @@ def render_diff_text(diff: SessionDiff, budgets: list[BudgetResult] = (), top: i
     out.append(f"  blocking reads  {reads['count']['before']:g} -> {reads['count']['after']:g}   host blocked "
                f"{_t(reads['blocked_us']['before'])} -> {_t(reads['blocked_us']['after'])}\n")
     out += _finding_lines(data["findings"], top)
-    if len(data["workers"]) > 1 or any(data["unpaired_workers"].values()):
+    if data["workers"]:
         out += _worker_lines(data)
     if data["budgets"]:
         out.append(_rule("Budgets"))
