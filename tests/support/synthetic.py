@@ -385,11 +385,18 @@ def write_before_after(logdir: str, *, steps: int = 60, devices: int = 2) -> tup
 BENCH_SHAPE = dict(devices=4, ops_per_step=50, read_every=1, recompile_every=100)
 
 
-def bench_capture(events: int) -> tuple[bytes, int]:
-    """A ``BENCH_SHAPE`` capture of about ``events`` events: (its bytes, its exact event count)."""
-    per_step = training_event_count(steps=1000, **BENCH_SHAPE) / 1000
-    steps = max(1, round(events / per_step))
-    return training_capture(steps=steps, **BENCH_SHAPE), training_event_count(steps=steps, **BENCH_SHAPE)
+def steps_for_events(events: int, **shape) -> int:
+    """How many steps make a ``training_capture`` of this shape about ``events`` events long."""
+    return max(1, round(events / (training_event_count(steps=1000, **shape) / 1000)))
+
+
+def bench_capture(events: int, **changes) -> tuple[bytes, int]:
+    """A ``BENCH_SHAPE`` capture (with ``changes`` to it) of about ``events`` events: (its bytes, its
+    exact event count)."""
+    shape = {**BENCH_SHAPE, **changes}
+    seed = shape.pop("seed", 0)
+    steps = steps_for_events(events, **shape)
+    return training_capture(steps=steps, seed=seed, **shape), training_event_count(steps=steps, **shape)
 
 
 def write_bench_session(logdir: str, events: int, run: str = "big") -> tuple[str, int, int]:

@@ -7,16 +7,25 @@ Contract (times in microseconds of device time summed over devices, like the JSO
 - ``session_figures(analysis)``: a ``SessionFigures`` (window, busy, idle and idle by cause,
   workers, devices, steps and their median and p90 time, events), small and JSON-ready through
   ``to_dict``/``from_dict``, so ``session.index`` can persist it.
+- ``logdir_figures(logdir)``: every session of the logdir (newest first) with its figures, or the
+  error that kept it from being analysed: from the logdir's persisted ``SessionIndex`` where the
+  session's files are unchanged, else computed from ``analysis_of(run_dir)`` (by default the
+  session read and analysed) and persisted. ``FIGURES_VERSION`` changes whenever what the figures
+  mean changes, so figures persisted before are computed again.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from xlaprof.analysis.session_analysis import SessionAnalysis, WorkerAnalysis
+from xlaprof.analysis.session_analysis import SessionAnalysis, WorkerAnalysis, analyze
+from xlaprof.session import Session, SessionSummary, list_sessions
+from xlaprof.session.index import SessionIndex
 
 P90 = 0.9
+FIGURES_VERSION = "1"
 
 
 @dataclass(frozen=True)
@@ -64,3 +73,24 @@ def session_figures(analysis: SessionAnalysis) -> SessionFigures:
         idle_by_cause_us=analysis.idle_by_cause, workers=[w.worker.label for w in analysis.workers],
         devices=sum(len(w.devices) for w in analysis.workers), steps=int(times.size),
         step_median_us=median, step_p90_us=p90, events=analysis.session.event_count)
+
+
+@dataclass(frozen=True)
+class ListedSession:
+    session: SessionSummary  # the listing: run, path, date, workers, manifest
+    figures: SessionFigures | None  # None: the session could not be analysed
+    error: str | None
+
+
+def logdir_figures(logdir: str, *, index: SessionIndex | None = None,
+                   analysis_of: Callable[[str], SessionAnalysis] | None = None) -> list[ListedSession]:
+    index = index or SessionIndex.open(logdir, FIGURES_VERSION)
+    analysis_of = analysis_of or (lambda run_dir: analyze(Session.load(run_dir)))
+    sessions = list_sessions(logdir)
+    rows = []
+    for session in sessions:
+        figures, error = index.summary(session, lambda run_dir: session_figures(analysis_of(run_dir)).to_dict(),
+                                       SessionFigures.from_dict)
+        rows.append(ListedSession(session, figures, error))
+    index.save(s.run for s in sessions)
+    return rows

@@ -73,11 +73,39 @@ def size(path: str) -> int:
 
 
 def mtime(path: str) -> float:
-    if is_url(path):
-        info = _fs(path).info(path)
-        stamp = info.get("mtime") or info.get("updated") or info.get("created") or 0
-        return stamp.timestamp() if hasattr(stamp, "timestamp") else float(stamp or 0)
-    return os.path.getmtime(path)
+    return _stamp(_fs(path).info(path)) if is_url(path) else os.path.getmtime(path)
+
+
+def file_stats(directory: str) -> tuple[tuple[str, int, int], ...]:
+    """``(name, size, mtime_ns)`` of each file in ``directory`` but dot-files (staged writes), sorted
+    by name; () where it does not exist. From one listing: no file is opened. A rewritten, added or
+    removed file changes it."""
+    if is_url(directory):
+        fs = _fs(directory)
+        try:
+            entries = fs.ls(directory, detail=True)
+        except FileNotFoundError:
+            return ()
+        return tuple(sorted((basename(e["name"]), int(e.get("size") or 0), int(_stamp(e) * 1e9))
+                            for e in entries if e.get("type") != "directory" and not basename(e["name"]).startswith(".")))
+    try:
+        entries = [(e.name, e.stat()) for e in os.scandir(directory) if not e.name.startswith(".") and e.is_file()]
+    except OSError:
+        return ()
+    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in entries))
+
+
+def _stamp(info: dict) -> float:
+    """A remote file's modification time in seconds since the epoch, from its fsspec info: backends
+    name it differently (mtime, updated, created) and give a number, a datetime or ISO text."""
+    stamp = info.get("mtime") or info.get("updated") or info.get("created") or 0
+    if hasattr(stamp, "timestamp"):
+        return stamp.timestamp()
+    if isinstance(stamp, str):
+        from datetime import datetime
+
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    return float(stamp)
 
 
 def makedirs(path: str) -> None:
