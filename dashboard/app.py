@@ -4,6 +4,7 @@ Contract: ``create_app(logdir, state=None)`` returns a ``dash.Dash`` serving
 - ``/``: the sessions of the logdir (``pages_sessions``),
 - ``/session/<run>``: one session (``pages_session``); ``?from_ms=&to_ms=`` opens the timeline
   on that range,
+- ``/compare``: two sessions side by side (``pages_compare``); ``?before=RUN&after=RUN`` picks them,
 - anything else: a not-found message. No URL reaches a file: session ids go through
   ``logdir_guard`` (in ``AppState.entry``), and an unexpected failure while drawing a page shows
   one error on that page, never a traceback, while the rest of the app keeps working.
@@ -16,12 +17,13 @@ from dash import Dash, Input, Output, dcc, html
 from dash.exceptions import DependencyException
 
 from dashboard import components as ui
-from dashboard import page_graphs, pages_session, pages_sessions
+from dashboard import page_graphs, pages_compare, pages_session, pages_sessions
 from dashboard.state import AppState
 from dashboard.views.logdir_guard import printable
 
 log = logging.getLogger("xlaprof")
 SESSION_PREFIX = "/session/"
+COMPARE_PATH = "/compare"
 
 
 def create_app(logdir: str, state: AppState | None = None) -> Dash:
@@ -30,7 +32,8 @@ def create_app(logdir: str, state: AppState | None = None) -> Dash:
     app.layout = html.Div([
         dcc.Location(id="url", refresh=False),
         html.Header([dcc.Link("xlaprof", href="/", className="brand"),
-                     html.Span("why is my device idle, and which line is to blame", className="tagline")],
+                     html.Span("why is my device idle, and which line is to blame", className="tagline"),
+                     dcc.Link("compare", href=COMPARE_PATH, className="nav")],
                     className="topbar"),
         html.Main(id="page", className="page"),
     ])
@@ -44,6 +47,7 @@ def create_app(logdir: str, state: AppState | None = None) -> Dash:
     pages_sessions.register(app, state)
     pages_session.register(app, state)
     page_graphs.register(app, state)
+    pages_compare.register(app, state)
     return app
 
 
@@ -52,6 +56,8 @@ def page_for(state: AppState, pathname: object, search: object) -> html.Div:
     try:
         if path in ("", "/"):
             return pages_sessions.layout(state)
+        if path.rstrip("/") == COMPARE_PATH:
+            return pages_compare.layout(state, search if isinstance(search, str) else "")
         if path.startswith(SESSION_PREFIX):
             return pages_session.layout(state, path[len(SESSION_PREFIX):].rstrip("/"),
                                         search if isinstance(search, str) else "")

@@ -5,7 +5,7 @@ Element ids and class names used here are what the browser tests look for: ``fin
 (``finding``, ``finding-span``, ``finding-source``, ``finding-code``, ``finding-stack``), the stack
 panel's body (``stack-title``, ``stack-code``, ``stack-frames`` of ``frame`` items, marked
 ``frame-user``/``frame-framework`` and ``frame-source``), ``session-error``, ``not-found``,
-``sessions-table`` (``session-link``), ``recompiles`` (``recompile``, ``recompile-summary``),
+``sessions-table`` (``session-link``), ``compare-link``, ``recompiles`` (``recompile``, ``recompile-summary``),
 ``compile-changed``.
 """
 from __future__ import annotations
@@ -180,13 +180,15 @@ def stragglers_list(stragglers: list[Straggler]) -> html.Div:
 
 
 def sessions_table(rows: list[dict]) -> html.Table:
-    head = html.Tr([html.Th(h) for h in ("Session", "Date", "Workers", "Duration", "Device idle")])
+    head = html.Tr([html.Th(h) for h in ("Session", "Date", "Workers", "Duration", "Device idle", "Median step")])
     body = []
     for row in rows:
         if row["error"]:
-            figures = [html.Td(row["error"], colSpan=2, className="row-error")]
+            figures = [html.Td(row["error"], colSpan=3, className="row-error")]
         else:
-            figures = [html.Td(format_duration(row["duration_us"])), html.Td(f"{row['idle_pct']:.1f}%")]
+            step = row["step_median_us"]
+            figures = [html.Td(format_duration(row["duration_us"])), html.Td(f"{row['idle_pct']:.1f}%"),
+                       html.Td(format_duration(step) if step is not None else "no steps")]
         body.append(html.Tr([html.Td(dcc.Link(row["run"], href=session_href(row["run"]), className="session-link")),
                              html.Td(row["date"]), html.Td(str(row["workers"])), *figures]))
     return html.Table([html.Thead(head), html.Tbody(body)], id="sessions-table", className="table")

@@ -1,8 +1,8 @@
 """Plotly figures drawn from xlaprof's results; they draw, they never compute an analysis.
 
 Contract: each function takes a view-model of ``dashboard.views`` (a timeline view, the overview,
-the idle flame graph) and returns a ``plotly.graph_objects.Figure``. Times are shown in milliseconds
-(``timeline_view.AXIS_UNIT_US``); one colour per category, the same on every figure.
+the idle flame graph, a comparison of two sessions, the trend across sessions) and returns a
+``plotly.graph_objects.Figure``. Times are shown in milliseconds (``timeline_view.AXIS_UNIT_US``); one colour per category, the same on every figure.
 """
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 
 from dashboard.views.axis import AXIS_UNIT_US
+from dashboard.views.compare import CompareView
 from dashboard.views.flame import ROOT, SEPARATOR, Flame
 from dashboard.views.overview import Overview, StepSeries
 from dashboard.views.timeline import CATEGORIES, TimelineView
+from dashboard.views.trend import TrendSeries
 from xlaprof.analysis.attribution import CAUSES
 
 COLORS = {
@@ -40,6 +42,7 @@ LANE_PX = 30
 STEP_BARS_MAX = 100  # steps drawn as bars; more as stacked areas
 FLAME_DEPTH = 10  # frames of the icicle shown at once; clicking a frame shows what is below it
 FLAME_LEVEL_PX = 34
+SIDES = {"before": "#7f8c8d", "after": "#2e86c1"}  # the two sessions of a comparison
 
 
 def color(category: str) -> str:
@@ -148,3 +151,44 @@ def flame_figure(flame: Flame) -> go.Figure:
     top = flame.top.count(SEPARATOR) + 1 if flame.top != ROOT else 0
     depth = max((n.id.count(SEPARATOR) + 2 - top for n in nodes if n.id != ROOT), default=1)
     return _layout(fig, 60 + FLAME_LEVEL_PX * min(depth, FLAME_DEPTH), margin=dict(l=0, r=0, t=30, b=0))
+
+
+def cause_bars(view: CompareView) -> go.Figure:
+    """Busy and idle time by cause of the two sessions, side by side."""
+    fig = go.Figure()
+    names = [label(c) for c in view.causes]
+    for side, values in (("before", view.before_ms), ("after", view.after_ms)):
+        fig.add_trace(go.Bar(x=names, y=values, name=side, marker_color=SIDES[side],
+                             hovertemplate=f"{side}: %{{y:.2f}} ms<extra>%{{x}}</extra>"))
+    fig.update_yaxes(title_text="device time (ms, summed over devices)")
+    return _layout(fig, 340, barmode="group")
+
+
+def step_distributions(view: CompareView) -> go.Figure:
+    """The two sessions' step times as overlaid histograms on shared bins."""
+    fig = go.Figure()
+    edges = view.bin_edges_ms
+    if edges.size:
+        size = float(edges[1] - edges[0]) if edges.size > 1 else 1.0
+        bins = dict(start=float(edges[0]), end=float(edges[-1]), size=size)
+        for side, values in (("before", view.step_before_ms), ("after", view.step_after_ms)):
+            fig.add_trace(go.Histogram(x=values, name=f"{side} ({values.size} steps)", xbins=bins, autobinx=False,
+                                       marker_color=SIDES[side], opacity=0.6,
+                                       hovertemplate=f"{side}: %{{y}} steps of %{{x}} ms<extra></extra>"))
+    fig.update_xaxes(title_text="step time (ms)")
+    fig.update_yaxes(title_text="steps")
+    return _layout(fig, 320, barmode="overlay")
+
+
+def trend_chart(series: TrendSeries) -> go.Figure:
+    """Idle share and median step time across the sessions of a logdir, oldest first."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=series.date, y=series.idle_pct, name="device idle share (%)", mode="lines+markers",
+                             marker_color=color("unattributed"), text=series.run,
+                             hovertemplate="%{text}: %{y:.1f}% idle<extra></extra>"))
+    fig.add_trace(go.Scatter(x=series.date, y=series.step_median_ms, name="median step (ms)", mode="lines+markers",
+                             marker_color=color("busy"), text=series.run, yaxis="y2",
+                             hovertemplate="%{text}: median step %{y:.2f} ms<extra></extra>"))
+    fig.update_xaxes(title_text="session")
+    return _layout(fig, 300, yaxis=dict(title_text="idle share (%)", rangemode="tozero"),
+                   yaxis2=dict(title_text="median step (ms)", overlaying="y", side="right", rangemode="tozero"))

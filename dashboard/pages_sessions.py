@@ -1,16 +1,22 @@
 """The sessions page: every session of the logdir, refreshed so new captures appear without a restart.
 
-Contract: ``layout(state)`` is the page; ``register(app, state)`` adds its callback, which lists
-the logdir again every ``REFRESH_S`` seconds (a listing reads directory entries and manifests;
-the figures of each session come from the analysis cache, so a refresh re-reads no capture that
-has not changed). A session that cannot be analysed shows its error in its row only.
+Contract: ``layout(state)`` is the page: with two sessions or more, the trend of idle share and
+median step time across them (``views.trend``, id ``trend-chart``) and a link to the compare
+page (``compare-link``); then the sessions table. ``register(app, state)`` adds its callback,
+which lists the logdir again every ``REFRESH_S`` seconds (a listing reads directory entries,
+manifests and the logdir's session index; a session's figures are computed only when its files
+changed, so neither a refresh nor a restart re-reads an unchanged capture). A session that
+cannot be analysed shows its error in its row only.
 """
 from __future__ import annotations
 
 from dash import Dash, Input, Output, dcc, html
 
 from dashboard.components import message, sessions_table
+from dashboard.figures import trend_chart
 from dashboard.state import AppState
+from dashboard.views.overview import session_row
+from dashboard.views.trend import MIN_SESSIONS, trend_series
 from xlaprof.errors import XlaprofError
 
 REFRESH_S = 5
@@ -18,14 +24,22 @@ REFRESH_S = 5
 
 def _listing(state: AppState) -> html.Div:
     try:
-        rows = state.session_rows()
+        listed = state.listing()
     except XlaprofError as exc:  # a logdir-wide problem, e.g. a manifest that is not JSON
         return message("session-error", "The logdir could not be listed", str(exc))
-    if not rows:
+    if not listed:
         return html.P(["No sessions in ", html.Code(state.logdir), " yet. Capture one with ",
                        html.Code(f"xlaprof capture --logdir {state.logdir} --port 9012"),
                        "; it will appear here."], className="muted", id="no-sessions")
-    return sessions_table(rows)
+    series = trend_series(listed)
+    return html.Div([
+        html.Div([html.H3("Trend across sessions"),
+                  dcc.Graph(id="trend-chart", figure=trend_chart(series).to_dict(), config={"displaylogo": False})],
+                 id="trend-section") if len(series) >= MIN_SESSIONS else None,
+        html.P(dcc.Link("Compare two sessions: before and after", href="/compare", id="compare-link"))
+        if len(listed) > 1 else None,
+        sessions_table([session_row(row) for row in listed]),
+    ])
 
 
 def layout(state: AppState) -> html.Div:

@@ -5,20 +5,25 @@ through ``logdir_guard.resolve_run`` (so a URL never reaches a file outside the 
 serves the analysis from the ``AnalysisCache`` (so a request never re-reads an unchanged
 session). It raises ``RunNotFoundError`` for an unknown or hostile id and ``SessionLoadError``
 for a session that cannot be analysed. ``timeline``/``gaps``/``flame``/``overview`` are the derived views,
-computed once per cached analysis.
+computed once per cached analysis. ``listing()`` lists the logdir's sessions with their figures
+from the logdir's persisted ``SessionIndex`` (a restart re-analyses no unchanged session; what
+is computed goes through the analysis cache); ``compare(before, after)`` the compare page's view
+of two sessions.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from dashboard.views.analysis_cache import AnalysisCache, CachedAnalysis
+from dashboard.views.compare import CompareView, compare_view
 from dashboard.views.flame import Flame, idle_flame
 from dashboard.views.gap_table import GapColumns, gap_columns
 from dashboard.views.logdir_guard import resolve_run
-from dashboard.views.overview import Overview, overview, session_row
+from dashboard.views.overview import Overview, overview
 from dashboard.views.timeline import SessionTimeline, ViewConfig, session_timeline
-from xlaprof.errors import XlaprofError
-from xlaprof.session import SessionSummary, list_sessions
+from xlaprof.analysis.session_diff import diff_sessions
+from xlaprof.analysis.summary import FIGURES_VERSION, ListedSession, logdir_figures
+from xlaprof.session.index import SessionIndex
 
 
 @dataclass
@@ -26,6 +31,10 @@ class AppState:
     logdir: str
     cache: AnalysisCache = field(default_factory=AnalysisCache)
     view_config: ViewConfig = field(default_factory=ViewConfig)
+    index: SessionIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.index = SessionIndex.open(self.logdir, FIGURES_VERSION)
 
     def entry(self, run: object) -> CachedAnalysis:
         return self.cache.get(resolve_run(self.logdir, run))
@@ -42,12 +51,9 @@ class AppState:
     def overview(self, run: object) -> Overview:
         return self.entry(run).derived("overview", overview)
 
-    def session_rows(self) -> list[dict]:
-        """One row per session of the logdir, newest first; a broken session gets its error."""
-        return [self._row(summary) for summary in list_sessions(self.logdir)]
+    def listing(self) -> list[ListedSession]:
+        """Every session of the logdir, newest first, with its figures or its error."""
+        return logdir_figures(self.logdir, index=self.index, analysis_of=lambda run_dir: self.cache.get(run_dir).analysis)
 
-    def _row(self, summary: SessionSummary) -> dict:
-        try:
-            return self.cache.remember(summary.path, "row", lambda e: session_row(summary, e.analysis))
-        except XlaprofError as exc:
-            return session_row(summary, None, str(exc))
+    def compare(self, before: object, after: object) -> CompareView:
+        return compare_view(diff_sessions(self.entry(before).analysis, self.entry(after).analysis))

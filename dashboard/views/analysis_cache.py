@@ -1,9 +1,9 @@
 """A bounded, thread-safe cache of session analyses, keyed on the identity of the session's files.
 
 Contract:
-- ``file_identity(run_dir)`` is the sorted tuple of ``(name, size, mtime_ns)`` of the run
-  directory's files (dot-files, which are staged writes, excluded), from ``stat`` alone: it never
-  reads a capture. A rewritten, added or removed file changes it.
+- A session's identity is ``storage.file_stats(run_dir)``: the sorted ``(name, size, mtime_ns)``
+  of the run directory's files (dot-files, which are staged writes, excluded), from one listing:
+  it never reads a capture. A rewritten, added or removed file changes it.
 - ``AnalysisCache.get(run_dir)`` returns a ``CachedAnalysis``. While the identity is unchanged it
   is served from memory; otherwise the session is read and analysed once, however many requests
   ask at the same moment (one lock per run directory). At most ``max_sessions`` analyses are kept,
@@ -12,15 +12,13 @@ Contract:
   cached under the same identity, so a broken capture is not re-read per request either.
 - A session whose capture files add up to more than ``max_session_bytes`` is refused unread.
 - ``CachedAnalysis.derived(key, build)`` memoizes data derived from the analysis (timeline lanes,
-  table columns) for the entry's lifetime. ``AnalysisCache.remember(run_dir, key, build)`` keeps
-  small derived values (a sessions-list row) beyond eviction, while the identity holds.
+  table columns) for the entry's lifetime.
 - ``loads`` counts the sessions read from disk, and each read is logged at INFO ("reading
   session <dir>", shown by ``xlaprof -v dashboard``): the tests and the load benchmark check it.
 """
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -36,18 +34,6 @@ log = logging.getLogger("xlaprof")
 Identity = tuple[tuple[str, int, int], ...]
 DEFAULT_MAX_SESSIONS = 4
 DEFAULT_MAX_SESSION_BYTES = 4 << 30  # 4 GiB of capture files: far above a normal capture
-
-
-def file_identity(run_dir: str) -> Identity:
-    if storage.is_url(run_dir):
-        # Remote stores give no cheap size here; the modification time still marks a rewrite.
-        return tuple((name, -1, int(storage.mtime(storage.join(run_dir, name)) * 1e9))
-                     for name in storage.listdir(run_dir) if not name.startswith("."))
-    try:
-        entries = [(e.name, e.stat()) for e in os.scandir(run_dir) if not e.name.startswith(".")]
-    except OSError:
-        return ()
-    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in entries))
 
 
 @dataclass
@@ -74,13 +60,12 @@ class AnalysisCache:
         self.max_session_bytes = int(max_session_bytes)
         self.loads = 0
         self._entries: OrderedDict[str, CachedAnalysis] = OrderedDict()
-        self._small: dict[tuple[str, str], tuple[Identity, Any]] = {}
         self._lock = threading.Lock()
         self._run_locks: dict[str, threading.Lock] = {}
 
     def get(self, run_dir: str) -> CachedAnalysis:
         """The analysis of ``run_dir``; ``SessionLoadError`` when it cannot be had."""
-        identity = file_identity(run_dir)
+        identity = storage.file_stats(run_dir)
         entry = self._lookup(run_dir, identity)
         if entry is None:
             with self._run_lock(run_dir):
@@ -92,18 +77,6 @@ class AnalysisCache:
         if entry.error is not None:
             raise SessionLoadError(entry.error)
         return entry
-
-    def remember(self, run_dir: str, key: str, build: Callable[[CachedAnalysis], Any]) -> Any:
-        """A small value derived from the analysis, kept while the files are unchanged."""
-        identity = file_identity(run_dir)
-        with self._lock:
-            hit = self._small.get((run_dir, key))
-        if hit is not None and hit[0] == identity:
-            return hit[1]
-        value = build(self.get(run_dir))
-        with self._lock:
-            self._small[(run_dir, key)] = (identity, value)
-        return value
 
     def _lookup(self, run_dir: str, identity: Identity) -> CachedAnalysis | None:
         with self._lock:

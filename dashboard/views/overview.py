@@ -9,7 +9,8 @@ Contract (times in microseconds of device time summed over devices, like the JSO
 - ``step_series(analysis)``: per step number, busy and idle-by-cause time summed over workers;
   beyond ``max_bars`` steps, the mean step of each run of ``group`` consecutive steps.
 - ``worker_rows(analysis)``: one row per worker, to compare workers of one session.
-- ``session_row(summary, analysis)``: a sessions-list row (date, workers, duration, idle share).
+- ``session_row(listed)``: a sessions-list row (date, workers, duration, idle share, median step)
+  of a ``summary.logdir_figures`` row, with its error where it could not be analysed.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import numpy as np
 from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.attribution import CAUSES
-from xlaprof.session import SessionSummary
+from xlaprof.analysis.summary import ListedSession
 
 TOP_SPANS = 5
 MAX_STEP_BARS = 300  # steps drawn one by one; more are grouped
@@ -126,11 +127,12 @@ def worker_rows(analysis: SessionAnalysis) -> list[dict]:
     return rows
 
 
-def session_row(summary: SessionSummary, analysis: SessionAnalysis | None, error: str | None = None) -> dict:
-    """A sessions-list row; ``analysis`` None (with ``error``) for a session that failed to load."""
+def session_row(listed: ListedSession) -> dict:
+    summary, figures = listed.session, listed.figures
     row = {"run": summary.run, "date": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary.created_unix)),
-           "workers": len(summary.workers), "duration_us": None, "idle_pct": None, "error": error}
-    if analysis is not None:
-        ov = overview(analysis)
-        row.update(workers=ov.workers, duration_us=ov.window_us, idle_pct=100 * ov.idle_share)
+           "workers": len(summary.workers), "duration_us": None, "idle_pct": None, "step_median_us": None,
+           "error": listed.error}
+    if figures is not None:
+        row.update(workers=len(figures.workers), duration_us=figures.window_us, idle_pct=100 * figures.idle_share,
+                   step_median_us=figures.step_median_us)
     return row

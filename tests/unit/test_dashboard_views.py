@@ -277,10 +277,11 @@ def test_step_series_and_worker_rows_add_up(analysis):
 
 
 def test_session_row_reports_errors_without_figures():
+    from xlaprof.analysis.summary import ListedSession
     from xlaprof.session import SessionSummary
 
-    row = session_row(SessionSummary("/x", "run", 0.0, ["w"], {}), None, "broken")
-    assert row["error"] == "broken" and row["idle_pct"] is None
+    row = session_row(ListedSession(SessionSummary("/x", "run", 0.0, ["w"], {}), None, "broken"))
+    assert row["error"] == "broken" and row["idle_pct"] is None and row["step_median_us"] is None
 
 
 def test_many_steps_are_grouped_into_mean_steps(analysis):

@@ -1,0 +1,92 @@
+"""What the compare page shows of two sessions, read off their diff; no plotting.
+
+Contract:
+- ``compare_view(diff)`` returns a ``CompareView``: the verdict (the same line as ``xlaprof
+  diff``'s, from ``report.diff_json``), idle time by cause of each session (ms, in
+  ``attribution`` order, busy time first), both sessions' per-step times (ms) with shared
+  histogram bin edges so their distributions overlay, the step-time figures (median and p90 with
+  their intervals, as text), and one row per matched finding that moved (resolved, new, changed;
+  unchanged ones last) for ``grid.table_grid``.
+- ``default_pair(runs)``: the runs to compare when the URL names none: the second newest as
+  before, the newest as after (``runs`` newest first, as ``list_sessions`` gives them).
+- ``parse_pair(search, runs)``: ``?before=RUN&after=RUN`` from a URL; a run the logdir does not
+  list is replaced by the default, so a URL can only ever pick listed sessions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+import numpy as np
+
+from dashboard.views.axis import AXIS_UNIT_US
+from xlaprof.analysis.session_diff import SessionDiff
+from xlaprof.report.diff_json import diff_json
+from xlaprof.units import format_duration, format_percent_change
+
+MAX_BINS = 40  # bars of each step-time histogram
+
+
+@dataclass(frozen=True)
+class CompareView:
+    before: str  # the session paths
+    after: str
+    verdict: str
+    causes: list[str]  # "busy", then the idle causes
+    before_ms: list[float]  # per entry of causes, device time summed over devices
+    after_ms: list[float]
+    step_before_ms: np.ndarray  # per-step times
+    step_after_ms: np.ndarray
+    bin_edges_ms: np.ndarray  # shared by both histograms (empty without steps)
+    step_lines: list[str]  # the median and p90 step time, before -> after, with their intervals
+    finding_rows: list[dict]
+
+
+def compare_view(diff: SessionDiff) -> CompareView:
+    data = diff_json(diff)
+    causes = ["busy", *data["idle_by_cause_us"]]
+    figures = {"busy": data["device_busy_us"], **data["idle_by_cause_us"]}
+    step = diff.step_time
+    before_ms = step.before_us / AXIS_UNIT_US if step else np.zeros(0)
+    after_ms = step.after_us / AXIS_UNIT_US if step else np.zeros(0)
+    both = np.concatenate([before_ms, after_ms])
+    edges = np.histogram_bin_edges(both, bins=min(MAX_BINS, max(both.size // 4, 1))) if both.size else np.zeros(0)
+    return CompareView(
+        data["before"]["session"], data["after"]["session"], data["verdict"], causes,
+        [figures[c]["before"] / AXIS_UNIT_US for c in causes], [figures[c]["after"] / AXIS_UNIT_US for c in causes],
+        before_ms, after_ms, edges, _step_lines(data["step_time"]), _finding_rows(data["findings"]))
+
+
+def _step_lines(step: dict | None) -> list[str]:
+    if step is None:
+        return ["A session has no steps: wrap the training loop's body in xlaprof.step(n) to compare step times."]
+    lines = []
+    for name, key, ci in (("median", "median_us", "median_ci"), ("p90", "p90_us", "p90_ci")):
+        c, interval = step[key], step[ci]
+        change = format_percent_change(c["relative"]) if c["relative"] is not None else ""
+        bounds = (f"95% CI {format_percent_change(interval[0])}..{format_percent_change(interval[1])}"
+                  if interval else "too few steps for an interval")
+        lines.append(f"{name} step {format_duration(c['before'])} -> {format_duration(c['after'])} {change} ({bounds})")
+    return lines
+
+
+def _finding_rows(findings: list[dict]) -> list[dict]:
+    return [{"id": str(i), "status": f["status"], "kind": f["kind"], "span": f["span"] or "",
+             "source": f["source"] or "", "before_ms": round(f["lost_us"]["before"] / AXIS_UNIT_US, 3),
+             "after_ms": round(f["lost_us"]["after"] / AXIS_UNIT_US, 3),
+             "change_ms": round(f["lost_us"]["delta"] / AXIS_UNIT_US, 3)}
+            for i, f in enumerate(findings)]
+
+
+def default_pair(runs: list[str]) -> tuple[str | None, str | None]:
+    if not runs:
+        return None, None
+    return (runs[1] if len(runs) > 1 else runs[0]), runs[0]
+
+
+def parse_pair(search: object, runs: list[str]) -> tuple[str | None, str | None]:
+    query = parse_qs(search[1:] if isinstance(search, str) and search.startswith("?") else "")
+    defaults = default_pair(runs)
+    picked = [(query.get(key) or [None])[0] for key in ("before", "after")]
+    before, after = (p if p in runs else d for p, d in zip(picked, defaults))
+    return before, after

@@ -1,0 +1,86 @@
+"""The compare page's and the trend's view-models, without Dash: what they show agrees with the
+diff and the sessions' figures, and URLs can only pick listed sessions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dashboard.views.compare import compare_view, default_pair, parse_pair
+from dashboard.views.trend import trend_series
+from tests.support.synthetic import training_capture, write_before_after, write_session
+from xlaprof.analysis import analyze
+from xlaprof.analysis.session_diff import diff_sessions
+from xlaprof.analysis.summary import logdir_figures
+from xlaprof.report import diff_json
+from xlaprof.session import Session
+
+
+@pytest.fixture(scope="module")
+def diff(tmp_path_factory):
+    before, after = write_before_after(str(tmp_path_factory.mktemp("compare")))
+    return diff_sessions(analyze(Session.load(before)), analyze(Session.load(after)))
+
+
+def test_the_compare_view_agrees_with_the_diff(diff):
+    view, data = compare_view(diff), diff_json(diff)
+    assert view.verdict == data["verdict"] and (view.before, view.after) == (diff.before.session.path,
+                                                                             diff.after.session.path)
+    assert view.causes == ["busy", "unattributed", "host_tracing", "transfer_to_device", "transfer_from_device",
+                           "compile"]
+    read = view.causes.index("transfer_from_device")
+    assert view.before_ms[read] == pytest.approx(diff.idle_by_cause_us["transfer_from_device"].before / 1000)
+    assert view.after_ms[read] == 0 and view.before_ms[0] == pytest.approx(diff.busy_us.before / 1000)
+    np.testing.assert_allclose(view.step_before_ms, diff.step_time.before_us / 1000)
+    # shared bins hold every step of both sessions
+    for steps in (view.step_before_ms, view.step_after_ms):
+        assert np.histogram(steps, view.bin_edges_ms)[0].sum() == steps.size
+    assert view.step_lines[0].startswith("median step ") and "95% CI " in view.step_lines[0]
+
+
+def test_finding_rows_list_what_moved_first_with_their_times(diff):
+    rows = compare_view(diff).finding_rows
+    first = rows[0]
+    assert (first["status"], first["kind"], first["span"], first["source"]) == (
+        "resolved", "transfer_from_device", "log_loss", "train.py:57")
+    assert first["after_ms"] == 0 and first["change_ms"] == -first["before_ms"] < 0
+    assert [r["id"] for r in rows] == [str(i) for i in range(len(rows))]
+    statuses = [r["status"] for r in rows]
+    assert statuses.index("unchanged") > max(i for i, s in enumerate(statuses) if s != "unchanged")
+
+
+def test_without_steps_the_view_says_so(diff):
+    import dataclasses
+
+    view = compare_view(dataclasses.replace(diff, step_time=None))
+    assert view.bin_edges_ms.size == 0 and view.step_before_ms.size == 0
+    assert "xlaprof.step(n)" in view.step_lines[0] and view.verdict.startswith("no steps to compare")
+
+
+@pytest.mark.parametrize("search, pair", [
+    ("", ("b", "c")), (None, ("b", "c")), ("?before=a&after=b", ("a", "b")), ("?after=a", ("b", "a")),
+    ("?before=../../etc&after=%2e%2e", ("b", "c")), ("?before=a&before=b", ("a", "c")), ("before=a", ("b", "c")),
+])
+def test_urls_pick_listed_sessions_only(search, pair):
+    assert parse_pair(search, ["c", "b", "a"]) == pair
+
+
+def test_the_default_pair_is_the_two_newest():
+    assert default_pair(["new", "old", "older"]) == ("old", "new")
+    assert default_pair(["only"]) == ("only", "only") and default_pair([]) == (None, None)
+
+
+def test_the_trend_runs_oldest_first_over_the_sessions_that_have_figures(tmp_path):
+    import os
+
+    for n, reads in enumerate((1, 2, 0)):
+        run = write_session(str(tmp_path), f"run{n}", {"localhost_9012": training_capture(
+            steps=6, devices=1, read_every=reads)})
+        os.utime(os.path.join(run, "localhost_9012.xplane.pb"), (1_700_000_000 + n, 1_700_000_000 + n))
+    write_session(str(tmp_path), "broken", {"localhost_9012": b"\x00garbage" * 10})
+    listed = logdir_figures(str(tmp_path))
+    series = trend_series(listed)
+    assert series.run == ["run0", "run1", "run2"] and len(series) == 3
+    by_run = {r.session.run: r.figures for r in listed}
+    assert series.idle_pct.tolist() == pytest.approx([100 * by_run[r].idle_share for r in series.run])
+    assert series.step_median_ms.tolist() == pytest.approx([by_run[r].step_median_us / 1000 for r in series.run])
+    assert series.step_median_ms[0] > series.step_median_ms[2]  # a read every step makes longer steps
