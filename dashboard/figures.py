@@ -190,5 +190,6 @@ def trend_chart(series: TrendSeries) -> go.Figure:
                              marker_color=color("busy"), text=series.run, yaxis="y2",
                              hovertemplate="%{text}: median step %{y:.2f} ms<extra></extra>"))
     fig.update_xaxes(title_text="session")
-    return _layout(fig, 300, yaxis=dict(title_text="idle share (%)", rangemode="tozero"),
+    # uirevision: the sessions page redraws the trend every few seconds; a zoom survives that
+    return _layout(fig, 300, uirevision="trend", yaxis=dict(title_text="idle share (%)", rangemode="tozero"),
                    yaxis2=dict(title_text="median step (ms)", overlaying="y", side="right", rangemode="tozero"))
