@@ -2,9 +2,10 @@
 in every step (``tests/support/read_workload.py``): the read is resolved with its time and the step
 time is shorter beyond noise; the same capture twice (two copies of it) changes nothing.
 
-The two variants run side by side, so both see the same load on the machine: run one after the
-other on a busy machine, the load that changes between the two moves step times as much as a
-read does."""
+The two variants run in lockstep, step k of each started at the same moment, so both see the
+same load on the machine step by step: run one after the other, or side by side unpaced, on a
+busy machine whose cores the CPU device shares with everything else, the load that changes
+between their windows moves step times more than the read does."""
 from __future__ import annotations
 
 import json
@@ -23,22 +24,31 @@ from xlaprof.analysis.session_diff import diff_sessions
 from xlaprof.session import Session
 
 pytestmark = pytest.mark.torch_xla
-WORKLOAD = "tests.support.read_workload"
 
 
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory) -> dict[str, str]:
-    """{variant: session dir} of the two variants, run at the same time."""
-    logdir = str(tmp_path_factory.mktemp("diff_real"))
+    """{variant: session dir} of the two variants, run in lockstep."""
+    folder = tmp_path_factory.mktemp("diff_real")
     env = dict(os.environ, PJRT_DEVICE="CPU")
-    runs = {variant: subprocess.Popen([sys.executable, "-m", WORKLOAD, logdir, variant, *flags], cwd=REPO, env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for variant, flags in (("reads", ["--read"]), ("no_reads", []))}
-    paths = {}
-    for variant, process in runs.items():
-        out, err = process.communicate(timeout=600)
-        assert process.returncode == 0, err[-2000:]
-        paths[variant] = out.strip().splitlines()[-1]
+    runs = {}
+    for variant, flags in (("reads", ["--read"]), ("no_reads", [])):
+        with open(folder / f"{variant}.log", "w") as log:
+            runs[variant] = subprocess.Popen(
+                [sys.executable, "-m", read_workload.__name__, str(folder), variant, "--paced", *flags], cwd=REPO,
+                env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        for _ in range(read_workload.STEPS):
+            for process in runs.values():
+                process.stdin.write("step\n")
+                process.stdin.flush()
+            for variant, process in runs.items():
+                assert process.stdout.readline() == "stepped\n", (folder / f"{variant}.log").read_text()[-2000:]
+        paths = {variant: process.stdout.readline().split("session ", 1)[1].strip() for variant, process in runs.items()}
+    finally:
+        for process in runs.values():
+            process.stdin.close()
+            process.wait(timeout=120)
     return paths
 
 
