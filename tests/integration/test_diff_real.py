@@ -17,7 +17,7 @@ import sys
 import pytest
 
 import tests.support.read_workload as read_workload
-from tests.support.workers import REPO, run_cli, span_line
+from tests.support.workers import REPO, run_cli, source_line
 from xlaprof.analysis import analyze
 from xlaprof.analysis.finding_match import FindingStatus
 from xlaprof.analysis.session_diff import diff_sessions
@@ -74,7 +74,9 @@ def test_the_cli_names_the_resolved_read_and_its_line(sessions):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     (row,) = [f for f in data["findings"] if f["status"] == "resolved" and f["kind"] == "transfer_from_device"]
-    assert row["span"] == "log_loss" and row["source"].endswith(f"read_workload.py:{span_line(read_workload, 'log_loss')}")
+    # the read's own line, from the sampled stacks
+    read_line = source_line(read_workload, "losses.append(loss.item())")
+    assert row["span"] == "log_loss" and row["source"].endswith(f"read_workload.py:{read_line}")
     assert row["lost_us"]["before"] > 0 and row["lost_us"]["after"] == 0
     assert data["step_time"]["median_ci"][1] < 0
     text = run_cli("diff", sessions["reads"], sessions["no_reads"]).stdout

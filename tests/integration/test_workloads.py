@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import collectors.demo_worker as demo
+from tests.support.workers import source_line
 from xlaprof.analysis import analyze
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
@@ -22,7 +24,7 @@ def test_reading_the_loss_every_step_is_found_and_pinned_on_its_span(reports):
     assert reads["idle_by_cause_us"]["transfer_from_device"] > 0
     finding = next(f for f in reads["findings"] if f["kind"] == "transfer_from_device")
     # The span is the user's grouping; the line is the read itself, from the sampled stacks.
-    assert finding["span"] == "log_loss" and finding["source"].endswith("demo_worker.py:" + _line("losses.append(loss.item())"))
+    assert finding["span"] == "log_loss" and finding["source"].endswith("demo_worker.py:" + str(source_line(demo, "losses.append(loss.item())")))
     assert finding["stack"][-1].startswith(finding["source"]) and "loss.item()" in finding["code"]
     assert "add_step_closure" in finding["advice"]
 
@@ -70,10 +72,3 @@ def test_steps_are_broken_down_by_busy_and_idle_causes(reports):
         assert step["busy_us"] + idle == pytest.approx(step["wall_us"], rel=1e-6, abs=0.01)
     assert [s["step"] for s in steps] == sorted(s["step"] for s in steps)
 
-
-def _line(text: str) -> str:
-    """The line number of the demo worker's first line holding ``text``."""
-    import collectors.demo_worker as demo
-
-    with open(demo.__file__) as handle:
-        return str(next(i for i, line in enumerate(handle, 1) if text in line))

@@ -6,7 +6,7 @@ is running; ``.stop()`` ends it. ``run_cli(*args)``
 runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
 ``SYNC_COUNTS`` is worker-script source defining ``counts()``: the (TransferFromDevice, MarkStep)
 counts so far, for the tests that check instrumentation adds neither.
-``span_line(module, span)`` is the line of a workload module that opens ``span``.
+``source_line(module, text)`` is the number of a workload module's first line holding ``text``.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def run_python(code: str, timeout: float = 300, env: dict | None = None) -> subp
                           cwd=REPO, env=environment)
 
 
-def span_line(module, span: str) -> int:
-    """The line of ``xlaprof.trace(span)`` in ``module``'s source: the source its findings name."""
+def source_line(module, text: str) -> int:
+    """The number of ``module``'s first source line holding ``text``: the line a finding names."""
     with open(module.__file__) as handle:
-        return next(i for i, line in enumerate(handle, 1) if f'xlaprof.trace("{span}")' in line)
+        return next(i for i, line in enumerate(handle, 1) if text in line)
