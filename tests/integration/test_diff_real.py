@@ -73,7 +73,9 @@ def test_the_cli_names_the_resolved_read_and_its_line(sessions):
     result = run_cli("diff", sessions["reads"], sessions["no_reads"], "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    (row,) = [f for f in data["findings"] if f["status"] == "resolved" and f["kind"] == "transfer_from_device"]
+    # the read's time, and stack samples near it may charge slivers to the lines around it
+    row = max((f for f in data["findings"] if f["status"] == "resolved" and f["kind"] == "transfer_from_device"),
+              key=lambda f: f["lost_us"]["before"])
     # the read's own line, from the sampled stacks
     read_line = source_line(read_workload, "losses.append(loss.item())")
     assert row["span"] == "log_loss" and row["source"].endswith(f"read_workload.py:{read_line}")
