@@ -2,7 +2,8 @@
 
 Contract: each function takes a view-model of ``dashboard.views`` (a timeline view, the overview,
 the idle flame graph, a comparison of two sessions, the trend across sessions) and returns a
-``plotly.graph_objects.Figure``. Times are shown in milliseconds (``timeline_view.AXIS_UNIT_US``); one colour per category, the same on every figure.
+``plotly.graph_objects.Figure``. Times are shown in milliseconds (``timeline_view.AXIS_UNIT_US``);
+one colour per category, the same on every figure.
 """
 from __future__ import annotations
 
