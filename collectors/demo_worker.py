@@ -22,17 +22,18 @@ os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 
 RESHAPE_EVERY = 5  # steps between two sequence lengths (without --fixed-shapes)
+WIDTH = 1024  # hidden units: wide enough that a step keeps the device busy for milliseconds
 DISTINCT_LENGTHS = 64  # lengths 16..79: after 64 * RESHAPE_EVERY steps the compiled graphs are reused
 BATCH = 64
 
 
-def build_model(torch):
-    # Wide enough that a step keeps the device busy for milliseconds: the read's wait then costs.
-    return torch.nn.Sequential(torch.nn.Linear(32, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
+def build_model(torch, width: int = WIDTH):
+    # With the device busy for milliseconds per step, the read's wait costs visibly.
+    return torch.nn.Sequential(torch.nn.Linear(32, width), torch.nn.ReLU(), torch.nn.Linear(width, 1))
 
 
 def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: int = 0,
-              reshape_every: int = RESHAPE_EVERY):
+              reshape_every: int = RESHAPE_EVERY, width: int = WIDTH, batch: int = BATCH):
     """The demo's training step, on a fresh model on the XLA device: ``run(step)`` trains one step."""
     import torch
     import torch_xla
@@ -41,7 +42,7 @@ def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: i
 
     device = torch_xla.device()
     torch.manual_seed(0)
-    model = build_model(torch).to(device)
+    model = build_model(torch, width).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     losses: list[float] = []
 
@@ -49,7 +50,7 @@ def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: i
     def make_batch(step: int):
         # mistake 2: a new shape now and then
         length = 16 if fixed_shapes else 16 + (step // reshape_every) % DISTINCT_LENGTHS
-        x = torch.randn(BATCH, length, 32).to(device)
+        x = torch.randn(batch, length, 32).to(device)
         return x, x.mean(dim=(1, 2)).unsqueeze(1)
 
     def run(step: int) -> None:
@@ -74,11 +75,11 @@ def demo_step(fixed_shapes: bool = False, read_every: int = 1, fallback_every: i
 
 
 def train(port: int, seconds: float, fixed_shapes: bool, read_every: int, fallback_every: int,
-          reshape_every: int) -> None:
+          reshape_every: int, width: int, batch: int) -> None:
     import xlaprof
 
     port = xlaprof.start_server(port)
-    run = demo_step(fixed_shapes, read_every, fallback_every, reshape_every)
+    run = demo_step(fixed_shapes, read_every, fallback_every, reshape_every, width, batch)
     deadline = time.monotonic() + seconds
     step = 0
     while time.monotonic() < deadline:
@@ -93,13 +94,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=600.0, help="stop after this long")
     parser.add_argument("--fixed-shapes", action="store_true", help="fix mistake 2 (for comparisons)")
     parser.add_argument("--reshape-every", type=int, default=RESHAPE_EVERY, help="steps between two shapes")
+    parser.add_argument("--width", type=int, default=WIDTH, help="the model's hidden units")
+    parser.add_argument("--batch", type=int, default=BATCH, help="sequences per batch")
     parser.add_argument("--read-every", type=int, default=1, help="read the loss every N steps; 0: never")
     parser.add_argument("--fallback-every", type=int, default=0,
                         help="take a median (a CPU fallback) every N steps; 0: never")
     args = parser.parse_args(argv)
     watch_stdin(args)
     train(args.port, args.seconds, args.fixed_shapes, args.read_every, args.fallback_every,
-          max(1, args.reshape_every))
+          max(1, args.reshape_every), max(1, args.width), max(1, args.batch))
 
 
 if __name__ == "__main__":

@@ -37,8 +37,10 @@ def capture_worker(logdir: str, name: str, *args: str, module: str, debug_file: 
 
 @pytest.fixture(scope="session")
 def live_worker(tmp_path_factory):
-    # A new shape every step: every capture of it holds several compiles of train_step.
-    worker = DemoWorker("--reshape-every", "1", debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"))
+    # A new shape every step and a small model (short steps, quick compiles, even on a busy machine):
+    # every capture of it holds several compiles of train_step and whole steps.
+    worker = DemoWorker("--reshape-every", "1", "--width", "64", "--batch", "8",
+                        debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"))
     yield worker
     worker.stop()
 
