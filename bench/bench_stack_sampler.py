@@ -11,11 +11,14 @@ steps under four conditions, interleaved so that drift and other load hit all of
   waits on other threads faster (its idle vCPU is not parked), which would hide the sampler's
   cost: ``on`` vs ``off+tick`` is the sampler's own cost;
 - ``on``: a capture at ``--hz`` (default 1000).
-Per condition it reports the median step time over the blocks, and the main thread's CPU time
-per step (less sensitive to other load on the machine than wall time); what the samples add to
-the capture (bytes per second of capture: the size of the emitter lines in the capture file),
-the samples per second the main thread actually got, and the CPU the emitter threads used.
-``--runs N`` repeats each workload in N fresh processes and reports the median of the runs. Run
+Each block's median step time (and the main thread's CPU time per step, less sensitive to other
+load on the machine than wall time) is one observation; per condition it reports the median
+block over all runs, and each comparison as the change of that median with a bootstrap 95%
+confidence interval over the blocks (xlaprof.analysis.bootstrap; each block divided by its run's
+median block, so that a process that is faster or slower throughout shifts no comparison). It also reports what the samples
+add to the capture (bytes per second of capture: the size of the emitter lines in the capture
+file), the samples per second the main thread actually got, and the CPU the emitter threads used.
+``--runs N`` repeats each workload in N fresh processes (their blocks pooled). Run
 from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 3] [--hz 1000] [--switch-interval-ms 5] [--backoff-ms 1]
@@ -157,8 +160,8 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
                     (path,) = glob.glob(os.path.join(run.path, "*.xplane.pb"))
                     bytes_per_s.append(sample_bytes(path) / recorded_s)
                     main_rate.append((_CountingReader.main_samples - counted) / recorded_s)
-    return {"step_ms": {c: statistics.median(v) * 1e3 for c, v in step_s.items()},
-            "cpu_ms": {c: statistics.median(v) * 1e3 for c, v in cpu_s.items()},
+    return {"step_ms": {c: [x * 1e3 for x in v] for c, v in step_s.items()},
+            "cpu_ms": {c: [x * 1e3 for x in v] for c, v in cpu_s.items()},
             "bytes_per_s": statistics.median(bytes_per_s), "main_samples_per_s": statistics.median(main_rate),
             "sampler_cpu": statistics.median(sampler_cpu)}
 
@@ -185,8 +188,24 @@ def _condition(condition: str, logdir: str, hz: float):
             ticker.join()
 
 
-def _percent(ratio: float) -> str:
-    return f"{100 * (ratio - 1):+.1f}%"
+def _pooled(runs: list[dict], key: str) -> dict[str, list[float]]:
+    """Every block of every run per condition, each divided by its run's median block (all conditions):
+    a process that runs the step faster or slower throughout shifts no comparison."""
+    pooled = {c: [] for c in CONDITIONS}
+    for run in runs:
+        scale = statistics.median(x for c in CONDITIONS for x in run[key][c])
+        for c in CONDITIONS:
+            pooled[c] += [x / scale for x in run[key][c]]
+    return pooled
+
+
+def _change(before: list[float], after: list[float]) -> str:
+    """The change of the median block, with its bootstrap 95% CI over the blocks of all runs."""
+    from xlaprof.analysis.bootstrap import quantile_change_cis
+
+    (interval,) = quantile_change_cis(before, after, (0.5,))
+    change = f"{100 * (statistics.median(after) / statistics.median(before) - 1):+.1f}%"
+    return change if interval is None else f"{change} (95% CI {100 * interval[0]:+.1f}%..{100 * interval[1]:+.1f}%)"
 
 
 def main() -> None:
@@ -222,16 +241,15 @@ def main() -> None:
             if result.returncode != 0:
                 sys.exit(f"{workload}: the benchmark process failed:\n{result.stderr[-2000:]}")
             runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
-        step = {c: statistics.median(r["step_ms"][c] for r in runs) for c in CONDITIONS}
-        cpu = {c: statistics.median(r["cpu_ms"][c] for r in runs) for c in CONDITIONS}
-        print(f"\n{workload}: median step time ms   " + "  ".join(f"{c}: {step[c]:.3f}" for c in CONDITIONS))
-        print(f"  main thread CPU per step ms  " + "  ".join(f"{c}: {cpu[c]:.3f}" for c in CONDITIONS))
-        for label, base in (("on vs off+tick (the sampler's own cost)", TICK), ("on vs off", OFF)):
-            ratios = [r["step_ms"][ON] / r["step_ms"][base] for r in runs]
-            print(f"  {label}: step time {_percent(statistics.median(ratios))} "
-                  f"(runs: {', '.join(_percent(x) for x in ratios)}), "
-                  f"main thread CPU {_percent(cpu[ON] / cpu[base])}")
-        print(f"  capture off vs no capture: step time {_percent(step[OFF] / step[NONE])}")
+        step, cpu = _pooled(runs, "step_ms"), _pooled(runs, "cpu_ms")
+        print(f"\n{workload}: median step time ms   "
+              + "  ".join(f"{c}: {statistics.median(x for r in runs for x in r['step_ms'][c]):.3f}" for c in CONDITIONS))
+        print(f"  main thread CPU per step ms  "
+              + "  ".join(f"{c}: {statistics.median(x for r in runs for x in r['cpu_ms'][c]):.3f}" for c in CONDITIONS))
+        for label, after, before in (("on vs off+tick (the sampler's own cost)", ON, TICK), ("on vs off", ON, OFF),
+                                     ("capture off vs no capture", OFF, NONE)):
+            print(f"  {label}: step time {_change(step[before], step[after])}, "
+                  f"main thread CPU {_change(cpu[before], cpu[after])}")
         print(f"  samples add {statistics.median(r['bytes_per_s'] for r in runs) / 1e3:.1f} kB per second of capture; "
               f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s; "
               f"the sampler's threads used {100 * statistics.median(r['sampler_cpu'] for r in runs):.1f}% of a core")
