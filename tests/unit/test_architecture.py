@@ -17,6 +17,7 @@ in dashboard.views (the view-models stay testable without Dash).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -79,9 +80,9 @@ def imports_of(source: str, module: str, is_package: bool) -> list[tuple[int, st
     return found
 
 
+@functools.cache
 def _project_packages() -> set[str]:
-    return {module_name(p.parent) for p in REPO.glob("*/**/__init__.py") if module_name(p.parent).split(".")[0]
-            in PACKAGES} | set(PACKAGES)
+    return {module_name(p.parent) for package in PACKAGES for p in (REPO / package).rglob("__init__.py")}
 
 
 def _rule_for(module: str) -> str | None:
