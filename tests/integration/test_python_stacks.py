@@ -91,8 +91,9 @@ def test_the_reads_are_charged_their_true_cost(stacks_reports):
     """A/B: the device idle time per step that disappears when the scheduler stops reading
     (measured from the device timeline of each run: step time minus busy time, so that the CPU
     device running slower in one run than the other, the cores being shared, does not blur it) is
-    what the analysis charges the reads per step, within 30%. The steps themselves are slower with
-    the reads."""
+    what the analysis charges the reads per step, within 30%. (Step times are not compared: on the
+    CPU device the host's work shares the cores with the device's, so a run without reads, whose
+    host and device overlap, can have the slower steps.)"""
     per_step = {}
     for variant in ("reads_xp", "no_reads_xp"):
         report, _ = stacks_reports[variant]
@@ -100,9 +101,9 @@ def test_the_reads_are_charged_their_true_cost(stacks_reports):
         per_step[variant] = (float(np.median([s["wall_us"] for s in steps])),
                              report["device_idle_us"] / len(steps),
                              report["idle_by_cause_us"]["transfer_from_device"] / len(steps))
-    (step_r, idle_r, charged), (step_n, idle_n, _) = per_step["reads_xp"], per_step["no_reads_xp"]
+    (_, idle_r, charged), (step_n, idle_n, _) = per_step["reads_xp"], per_step["no_reads_xp"]
     saving = idle_r - idle_n
-    assert step_r > step_n and saving > 0.1 * step_n, per_step
+    assert saving > 0.1 * step_n, per_step  # the reads idle the device visibly
     assert abs(charged - saving) <= 0.3 * saving, per_step
 
 
