@@ -15,11 +15,11 @@ Each block's median step time (and the main thread's CPU time per step, less sen
 load on the machine than wall time) is one observation; per condition it reports the median
 block over all runs, and each comparison as the change of that median with a bootstrap 95%
 confidence interval over the blocks (xlaprof.analysis.bootstrap; each block divided by its run's
-median block, so that a process that is faster or slower throughout shifts no comparison). It also reports what the samples
-add to the capture (bytes per second of capture: the size of the emitter lines in the capture
-file), the samples per second the main thread actually got, and the CPU the emitter threads used.
-``--runs N`` repeats each workload in N fresh processes (their blocks pooled). Run
-from the repo root:
+median block, so that a process that is faster or slower throughout shifts no comparison). It
+also reports what the samples add to the capture (bytes per second of capture: the size of the
+emitter lines in the capture file), the samples per second the main thread actually got, and the
+CPU the emitter threads used. ``--runs N`` repeats each workload in N fresh processes (their
+blocks pooled). Run from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 3] [--hz 1000] [--switch-interval-ms 5] [--backoff-ms 1]
 """
@@ -242,10 +242,10 @@ def main() -> None:
                 sys.exit(f"{workload}: the benchmark process failed:\n{result.stderr[-2000:]}")
             runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
         step, cpu = _pooled(runs, "step_ms"), _pooled(runs, "cpu_ms")
-        print(f"\n{workload}: median step time ms   "
-              + "  ".join(f"{c}: {statistics.median(x for r in runs for x in r['step_ms'][c]):.3f}" for c in CONDITIONS))
-        print(f"  main thread CPU per step ms  "
-              + "  ".join(f"{c}: {statistics.median(x for r in runs for x in r['cpu_ms'][c]):.3f}" for c in CONDITIONS))
+        for title, key in ((f"\n{workload}: median step time ms   ", "step_ms"),
+                           ("  main thread CPU per step ms  ", "cpu_ms")):
+            print(title + "  ".join(f"{c}: {statistics.median(x for r in runs for x in r[key][c]):.3f}"
+                                    for c in CONDITIONS))
         for label, after, before in (("on vs off+tick (the sampler's own cost)", ON, TICK), ("on vs off", ON, OFF),
                                      ("capture off vs no capture", OFF, NONE)):
             print(f"  {label}: step time {_change(step[before], step[after])}, "
