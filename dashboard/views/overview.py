@@ -22,7 +22,7 @@ import numpy as np
 from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.summary import ListedSession
+from xlaprof.analysis.summary import ListedSession, idle_share
 
 TOP_SPANS = 5
 MAX_STEP_BARS = 300  # steps drawn one by one; more are grouped
@@ -49,8 +49,7 @@ class Overview:
 
     @property
     def idle_share(self) -> float:
-        total = self.busy_us + self.idle_us
-        return self.idle_us / total if total > 0 else 0.0
+        return idle_share(self.busy_us, self.idle_us)
 
 
 def overview(analysis: SessionAnalysis) -> Overview:

@@ -5,7 +5,7 @@ returns a ``SessionDiff`` (times in microseconds of device time summed over devi
 JSON report; each figure a ``Change`` from before to after):
 - ``step_time``: the median and p90 of per-step times (``summary.step_times``), each with the 95%
   confidence interval of its relative change (``bootstrap.quantile_change_cis``); ``None`` when
-  either session has no steps;
+  either session has no steps; ``steps``: how many steps each session has;
 - device time: window, busy, idle, idle share, and idle by cause;
 - compiles (count and time) and blocking reads (count and host time blocked);
 - ``findings``: matched across the two (``finding_match``): resolved, new, changed, unchanged;
@@ -26,7 +26,7 @@ from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.bootstrap import quantile_change_cis
 from xlaprof.analysis.finding_match import FindingChange, FindingStatus, MatchConfig, match_findings
 from xlaprof.analysis.session_analysis import SessionAnalysis, WorkerAnalysis
-from xlaprof.analysis.summary import P90, step_times
+from xlaprof.analysis.summary import P90, idle_share, step_times
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,7 @@ class SessionDiff:
     after: SessionAnalysis
     config: DiffConfig
     step_time: StepTimeChange | None  # None: a session without steps
+    steps: Change  # steps of each session (either may have steps where step_time is None)
     window_us: Change
     busy_us: Change
     idle_us: Change
@@ -109,14 +110,16 @@ def excludes_zero(ci: tuple[float, float] | None) -> bool:
 
 def diff_sessions(before: SessionAnalysis, after: SessionAnalysis, config: DiffConfig = DiffConfig()) -> SessionDiff:
     pairs, unpaired = _pair_workers(before.workers, after.workers)
-    share = lambda a: a.idle_us / (a.busy_us + a.idle_us) if a.busy_us + a.idle_us > 0 else 0.0  # noqa: E731
+    steps_before, steps_after = step_times(before.workers), step_times(after.workers)
+    busy, idle = Change(before.busy_us, after.busy_us), Change(before.idle_us, after.idle_us)
     return SessionDiff(
         before, after, config,
-        step_time=_step_time(step_times(before.workers), step_times(after.workers), config),
+        step_time=_step_time(steps_before, steps_after, config),
+        steps=Change(steps_before.size, steps_after.size),
         window_us=Change(before.window_us, after.window_us),
-        busy_us=Change(before.busy_us, after.busy_us),
-        idle_us=Change(before.idle_us, after.idle_us),
-        idle_share=Change(share(before), share(after)),
+        busy_us=busy,
+        idle_us=idle,
+        idle_share=Change(idle_share(busy.before, idle.before), idle_share(busy.after, idle.after)),
         idle_by_cause_us=_by_cause(before.idle_by_cause, after.idle_by_cause),
         compiles=Change(before.compiles.count, after.compiles.count),
         compile_us=Change(before.compiles.total_us, after.compiles.total_us),

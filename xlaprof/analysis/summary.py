@@ -4,6 +4,7 @@ Contract (times in microseconds of device time summed over devices, like the JSO
 - ``step_times(workers)``: the wall time of each step of a session, in step-number order. With
   several workers, per step number the slowest worker's time: a synchronous job's step lasts as
   long as its slowest worker. Empty where no worker has steps.
+- ``idle_share(busy_us, idle_us)``: idle / (busy + idle), 0 where both are 0.
 - ``session_figures(analysis)``: a ``SessionFigures`` (window, busy, idle and idle by cause,
   workers, devices, steps and their median and p90 time, events), small and JSON-ready through
   ``to_dict``/``from_dict``, so ``session.index`` can persist it.
@@ -28,6 +29,11 @@ P90 = 0.9
 FIGURES_VERSION = "1"
 
 
+def idle_share(busy_us: float, idle_us: float) -> float:
+    total = busy_us + idle_us
+    return idle_us / total if total > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class SessionFigures:
     window_us: float  # the analysed window (the longest worker's)
@@ -43,8 +49,7 @@ class SessionFigures:
 
     @property
     def idle_share(self) -> float:
-        total = self.busy_us + self.idle_us
-        return self.idle_us / total if total > 0 else 0.0
+        return idle_share(self.busy_us, self.idle_us)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -20,7 +20,6 @@ from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.budgets import BudgetResult
 from xlaprof.analysis.finding_match import FindingChange
 from xlaprof.analysis.session_diff import Change, SessionDiff, StepTimeChange, WorkerDiff
-from xlaprof.analysis.summary import step_times
 from xlaprof.report.json_report import finding_json
 from xlaprof.report.verdict import verdict
 
@@ -30,8 +29,8 @@ def diff_json(diff: SessionDiff, budgets: list[BudgetResult] = ()) -> dict:
     method = (f"percentile bootstrap over steps, sessions resampled independently, {config.resamples} "
               f"resamples, seed {config.seed}")
     data = {
-        "before": _session_json(diff.before),
-        "after": _session_json(diff.after),
+        "before": _session_json(diff.before, diff.steps.before),
+        "after": _session_json(diff.after, diff.steps.after),
         "step_time": _step_time_json(diff.step_time, config.level, method),
         "window_us": change_json(diff.window_us),
         "device_busy_us": change_json(diff.busy_us),
@@ -62,9 +61,9 @@ def finding_change_json(c: FindingChange) -> dict:
             "after": finding_json(c.after) if c.after else None}
 
 
-def _session_json(analysis: SessionAnalysis) -> dict:
+def _session_json(analysis: SessionAnalysis, steps: int) -> dict:
     return {"session": analysis.session.path, "workers": [w.worker.label for w in analysis.workers],
-            "window_us": analysis.window_us, "steps": int(step_times(analysis.workers).size),
+            "window_us": analysis.window_us, "steps": int(steps),
             "event_count": analysis.session.event_count}
 
 
