@@ -28,3 +28,9 @@ def format_duration_change(us: float) -> str:
 def format_percent_change(fraction: float) -> str:
     """A relative change with its sign: 0.108 is ``+10.8%``."""
     return f"{100 * fraction:+.1f}%"
+
+
+def format_interval(bounds, level: float = 0.95) -> str:
+    """A confidence interval of a relative change: (-0.25, -0.19) is ``95% CI -25.0%..-19.0%``."""
+    low, high = bounds
+    return f"{round(100 * level)}% CI {format_percent_change(low)}..{format_percent_change(high)}"

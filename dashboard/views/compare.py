@@ -22,7 +22,7 @@ import numpy as np
 from dashboard.views.axis import AXIS_UNIT_US
 from xlaprof.analysis.session_diff import SessionDiff
 from xlaprof.report.diff_json import diff_json
-from xlaprof.units import format_duration, format_percent_change
+from xlaprof.units import format_duration, format_interval, format_percent_change
 
 MAX_BINS = 40  # bars of each step-time histogram
 
@@ -64,8 +64,7 @@ def _step_lines(step: dict | None) -> list[str]:
     for name, key, ci in (("median", "median_us", "median_ci"), ("p90", "p90_us", "p90_ci")):
         c, interval = step[key], step[ci]
         change = format_percent_change(c["relative"]) if c["relative"] is not None else ""
-        bounds = (f"95% CI {format_percent_change(interval[0])}..{format_percent_change(interval[1])}"
-                  if interval else "too few steps for an interval")
+        bounds = format_interval(interval) if interval else "too few steps for an interval"
         lines.append(f"{name} step {format_duration(c['before'])} -> {format_duration(c['after'])} {change} ({bounds})")
     return lines
 

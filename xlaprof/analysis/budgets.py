@@ -28,7 +28,7 @@ from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.finding_match import FindingStatus
 from xlaprof.analysis.session_diff import Change, SessionDiff, excludes_zero
 from xlaprof.errors import XlaprofError
-from xlaprof.units import format_duration, format_duration_change, format_percent_change
+from xlaprof.units import format_duration, format_duration_change, format_interval, format_percent_change
 
 EXAMPLES = "e.g. step_time>+5% or idle.compile>+100ms"
 TIME_UNITS_US = {"us": 1.0, "ms": 1e3, "s": 1e6}
@@ -155,7 +155,7 @@ def _message(budget: Budget, change: Change, ci: tuple[float, float] | None) -> 
     if change.before:
         moved.append(format_percent_change(change.relative))
     if ci is not None:
-        moved.append(f"95% CI {format_percent_change(ci[0])}..{format_percent_change(ci[1])}")
+        moved.append(format_interval(ci))
     elif metric.ci:
         moved.append("too few steps for an interval")
     return f"{budget.text}: {metric.words} {figures} ({', '.join(moved)})"

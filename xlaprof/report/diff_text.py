@@ -12,14 +12,11 @@ from __future__ import annotations
 from xlaprof.analysis.budgets import BudgetResult
 from xlaprof.analysis.session_diff import SessionDiff
 from xlaprof.report.diff_json import diff_json
+from xlaprof.report.text import rule
 from xlaprof.units import format_duration as _t
-from xlaprof.units import format_duration_change, format_percent_change
+from xlaprof.units import format_duration_change, format_interval, format_percent_change
 
 WINDOW_MISMATCH = 0.10  # windows differing by more than this share get a note: totals are per window
-
-
-def _rule(title: str) -> str:
-    return f"\n{title}\n{'-' * len(title)}\n"
 
 
 def _rel(change: dict) -> str:
@@ -27,7 +24,7 @@ def _rel(change: dict) -> str:
 
 
 def _ci(ci: list | None) -> str:
-    return f"95% CI {format_percent_change(ci[0])}..{format_percent_change(ci[1])}" if ci else "too few steps for a CI"
+    return format_interval(ci) if ci else "too few steps for a CI"
 
 
 def render_diff_text(diff: SessionDiff, budgets: list[BudgetResult] = (), top: int = 10) -> str:
@@ -44,7 +41,7 @@ def render_diff_text(diff: SessionDiff, budgets: list[BudgetResult] = (), top: i
                    f"totals over each window, so compare the idle share and step times\n")
     out += _step_lines(data["step_time"])
     out += _idle_lines(data)
-    out.append(_rule("Compiles and reads"))
+    out.append(rule("Compiles and reads"))
     compiles, reads = data["compiles"], data["transfers_from_device"]
     out.append(f"  compiles        {compiles['count']['before']:g} -> {compiles['count']['after']:g}   time "
                f"{_t(compiles['total_us']['before'])} -> {_t(compiles['total_us']['after'])}\n")
@@ -54,13 +51,13 @@ def render_diff_text(diff: SessionDiff, budgets: list[BudgetResult] = (), top: i
     if data["workers"]:
         out += _worker_lines(data)
     if data["budgets"]:
-        out.append(_rule("Budgets"))
+        out.append(rule("Budgets"))
         out += [f"  {'EXCEEDED' if b['exceeded'] else 'ok':<9}{b['message']}\n" for b in data["budgets"]]
     return "".join(out)
 
 
 def _step_lines(step: dict | None) -> list[str]:
-    out = [_rule("Step time (per-step wall time; confidence intervals by bootstrap over steps)")]
+    out = [rule("Step time (per-step wall time; confidence intervals by bootstrap over steps)")]
     if step is None:
         return out + ["  a session has no steps: wrap the training loop's body in xlaprof.step(n)\n"]
     for name, key, ci in (("median", "median_us", "median_ci"), ("p90", "p90_us", "p90_ci")):
@@ -71,7 +68,7 @@ def _step_lines(step: dict | None) -> list[str]:
 
 
 def _idle_lines(data: dict) -> list[str]:
-    out = [_rule("Device idle by cause")]
+    out = [rule("Device idle by cause")]
     out.append(f"  {'cause':<22}{'before':>12}{'after':>12}{'change':>13}\n")
     rows = sorted(data["idle_by_cause_us"].items(), key=lambda kv: -abs(kv[1]["delta"]))
     for cause, c in rows + [("total idle", data["device_idle_us"]), ("busy", data["device_busy_us"])]:
@@ -82,7 +79,7 @@ def _idle_lines(data: dict) -> list[str]:
 
 
 def _finding_lines(findings: list[dict], top: int) -> list[str]:
-    out = [_rule("Findings matched (by kind and source line, else span)")]
+    out = [rule("Findings matched (by kind and source line, else span)")]
     for status in ("resolved", "new", "changed"):
         rows = [f for f in findings if f["status"] == status]
         for f in rows[:top]:
@@ -103,7 +100,7 @@ def _finding_lines(findings: list[dict], top: int) -> list[str]:
 
 
 def _worker_lines(data: dict) -> list[str]:
-    out = [_rule("Workers")]
+    out = [rule("Workers")]
     for w in data["workers"]:
         name = w["before"] if w["before"] == w["after"] else f"{w['before']} -> {w['after']}"
         step = w["step_time"]

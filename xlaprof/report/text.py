@@ -23,7 +23,8 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:5.1f}%" if whole > 0 else "    -"
 
 
-def _rule(title: str) -> str:
+def rule(title: str) -> str:
+    """A section title underlined, with a blank line before it."""
     return f"\n{title}\n{'-' * len(title)}\n"
 
 
@@ -42,11 +43,11 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
     for note in data["notes"]:
         out.append(textwrap.fill(f"note: {note}", WIDTH, subsequent_indent="      ") + "\n")
 
-    out.append(_rule("Idle time by cause"))
+    out.append(rule("Idle time by cause"))
     for cause, us in sorted(data["idle_by_cause_us"].items(), key=lambda kv: -kv[1]):
         out.append(f"  {cause:<22} {_t(us):>12}  {_pct(us, idle)} of idle\n")
 
-    out.append(_rule("Findings (fix these first)"))
+    out.append(rule("Findings (fix these first)"))
     if not data["findings"]:
         out.append("  none: the device was never idle in the window\n")
     advised: set[str] = set()
@@ -64,16 +65,16 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
 
     out += _line_rows(data["idle_by_line"], idle, top)
 
-    out.append(_rule(f"Largest idle gaps (of {data['gaps_total']:,})"))
+    out.append(rule(f"Largest idle gaps (of {data['gaps_total']:,})"))
     for g in sorted(data["gaps"], key=lambda g: -g["dur_us"])[:top]:
         out.append(f"  {g['worker']:<18} {g['device']:<7} at {_t(g['start_us']):>11}  {_t(g['dur_us']):>10}  "
                    f"{g['cause']:<21} {g['span'] or '-'}" + (f"  {_base(g['source'])}" if g["stack"] else "") + "\n")
 
-    out.append(_rule("Compilations"))
+    out.append(rule("Compilations"))
     out += _compile_lines(data["compiles"], top)
     out += _device_lines(data, top)
     reads = data["transfers_from_device"]
-    out.append(_rule("Blocking reads (TransferFromDevice)"))
+    out.append(rule("Blocking reads (TransferFromDevice)"))
     out.append(f"  {reads['count']} read(s), transfer {_t(reads['total_us'])}, host blocked {_t(reads['blocked_us'])}\n")
     for span, n in list(reads["by_span"].items())[:top]:
         out.append(f"  {n:>6} in {span}\n")
@@ -86,7 +87,7 @@ def _line_rows(lines: list[dict], idle: float, top: int) -> list[str]:
     """The Python lines that caused the most idle time (from the sampled stacks)."""
     if not lines:
         return []
-    out = [_rule("Idle time by Python line")]
+    out = [rule("Idle time by Python line")]
     for row in lines[:top]:
         code = f"  {row['code'][:48]}" if row["code"] else ""
         out.append(f"  {_t(row['idle_us']):>10} {_pct(row['idle_us'], idle)}  {row['cause']:<21} "
@@ -111,7 +112,7 @@ def _device_lines(data: dict, top: int) -> list[str]:
     graphs = data["graphs"]
     if not graphs:
         return []
-    out = [_rule("Device time by graph")]
+    out = [rule("Device time by graph")]
     busy = data["device_busy_us"]
     for g in graphs[:top]:
         where = g["span"] or "(no span)"
@@ -124,7 +125,7 @@ def _device_lines(data: dict, top: int) -> list[str]:
             out.append(f"      {op['name']:<32} {op['category']:<16} {_t(op['self_us']):>10}{at}\n")
     lines = [line for line in data["device_time_by_line"] if line["source"] != NO_SOURCE]
     if lines:
-        out.append(_rule("Device time by Python line"))
+        out.append(rule("Device time by Python line"))
         for line in lines[:top]:
             out.append(f"  {_t(line['self_us']):>10}  {_pct(line['self_us'], busy)} of busy  {line['source']}\n")
     return out

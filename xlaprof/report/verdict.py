@@ -8,7 +8,7 @@ finding moved, the idle cause that moved most, if any.
 """
 from __future__ import annotations
 
-from xlaprof.units import format_duration, format_duration_change, format_percent_change
+from xlaprof.units import format_duration, format_duration_change, format_interval, format_percent_change
 
 # What a finding of each kind is called in a sentence.
 NOUNS = {"transfer_from_device": "read", "transfer_to_device": "input transfer", "host_tracing": "host tracing",
@@ -40,8 +40,7 @@ def _step_part(step: dict | None) -> str:
     change = format_percent_change(step["median_us"]["relative"] or 0.0)
     if step["median_ci"] is None:
         return f"step time {change} (too few steps for a confidence interval)"
-    low, high = (format_percent_change(x) for x in step["median_ci"])
-    interval = f"{round(100 * step['level'])}% CI {low}..{high}"
+    interval = format_interval(step["median_ci"], step["level"])
     return f"step time {change} ({interval})" if step["significant"] else \
         f"step time unchanged within noise: {change} ({interval})"
 
