@@ -24,16 +24,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
+from bench.harness import best_of  # noqa: E402
+
 RUNS = 3
 
 
 def _best(work) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(RUNS):
-        started = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - started)
-    return min(times), result
+    return best_of(work, RUNS)
 
 
 def _child(before: str, after: str) -> dict:
@@ -68,10 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(_child(*args.child)))
         return 0
-    from tests.support.synthetic import bench_capture, write_session
+    from tests.support.synthetic import bench_capture, write_bench_session, write_session
 
     with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as logdir:
-        before = write_session(logdir, "before", {"localhost_9012": bench_capture(args.events)[0]})
+        before = write_bench_session(logdir, args.events, run="before")[0]
         after = write_session(logdir, "after", {"localhost_9012": bench_capture(args.events, read_every=0, seed=1)[0]})
         child = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", before, after],
                                stdout=subprocess.PIPE, text=True, check=True, cwd=REPO)

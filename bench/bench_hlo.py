@@ -18,12 +18,12 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
+from bench.harness import best_of  # noqa: E402
 from tests.support.hlo_builder import MLP_OPS, mlp_module  # noqa: E402
 from tests.support.synthetic import StepProgram, training_capture, write_session  # noqa: E402
 from xlaprof.analysis import analyze  # noqa: E402
@@ -35,12 +35,7 @@ RUNS = 3
 
 
 def _best(work) -> float:
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return best_of(work, RUNS)[0]
 
 
 def measure(modules: int, layers: int) -> dict:

@@ -202,10 +202,11 @@ def _pooled(runs: list[dict], key: str) -> dict[str, list[float]]:
 def _change(before: list[float], after: list[float]) -> str:
     """The change of the median block, with its bootstrap 95% CI over the blocks of all runs."""
     from xlaprof.analysis.bootstrap import quantile_change_cis
+    from xlaprof.units import format_interval, format_percent_change
 
     (interval,) = quantile_change_cis(before, after, (0.5,))
-    change = f"{100 * (statistics.median(after) / statistics.median(before) - 1):+.1f}%"
-    return change if interval is None else f"{change} (95% CI {100 * interval[0]:+.1f}%..{100 * interval[1]:+.1f}%)"
+    change = format_percent_change(statistics.median(after) / statistics.median(before) - 1)
+    return change if interval is None else f"{change} ({format_interval(interval)})"
 
 
 def main() -> None:

@@ -3,7 +3,8 @@
 Contract: ``bench_parser(doc)`` is an ``ArgumentParser`` described by the script's docstring with
 ``--events`` (the session's size, default 1,000,000); ``temporary_bench_session(events)`` yields
 a ``BenchSession`` in a temporary logdir (the synthetic TPU-shaped capture of
-``tests/support/synthetic.py``), removed afterwards. Run benchmarks from the repo root with
+``tests/support/synthetic.py``), removed afterwards; ``best_of(work, runs)`` runs ``work()``
+``runs`` times and returns the fastest run's seconds and the last result. Run benchmarks from the repo root with
 ``.venv/bin/python bench/<script>.py``.
 """
 from __future__ import annotations
@@ -38,6 +39,15 @@ def bench_parser(doc: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the session (default 1,000,000)")
     return parser
+
+
+def best_of(work, runs: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = work()
+        times.append(time.perf_counter() - started)
+    return min(times), result
 
 
 @contextlib.contextmanager
