@@ -8,7 +8,7 @@ for a session that cannot be analysed. ``timeline``/``gaps``/``flame``/``overvie
 computed once per cached analysis. ``listing()`` lists the logdir's sessions with their figures
 from the logdir's persisted ``SessionIndex`` (a restart re-analyses no unchanged session; what
 is computed goes through the analysis cache); ``compare(before, after)`` the compare page's view
-of two sessions.
+of two sessions, computed once per pair of cached analyses.
 """
 from __future__ import annotations
 
@@ -56,4 +56,8 @@ class AppState:
         return logdir_figures(self.logdir, index=self.index, analysis_of=lambda run_dir: self.cache.get(run_dir).analysis)
 
     def compare(self, before: object, after: object) -> CompareView:
-        return compare_view(diff_sessions(self.entry(before).analysis, self.entry(after).analysis))
+        """Computed once per pair of cached analyses (the diff's bootstrap is seeded: the same pair,
+        the same view), held by the after session's entry."""
+        first = self.entry(before)
+        return self.entry(after).derived(f"compare:{first.run_dir}:{first.identity}",
+                                         lambda analysis: compare_view(diff_sessions(first.analysis, analysis)))

@@ -84,3 +84,16 @@ def test_the_trend_runs_oldest_first_over_the_sessions_that_have_figures(tmp_pat
     assert series.idle_pct.tolist() == pytest.approx([100 * by_run[r].idle_share for r in series.run])
     assert series.step_median_ms.tolist() == pytest.approx([by_run[r].step_median_us / 1000 for r in series.run])
     assert series.step_median_ms[0] > series.step_median_ms[2]  # a read every step makes longer steps
+
+
+def test_the_app_compares_a_pair_once_and_again_when_a_session_changes(tmp_path):
+    from dashboard.state import AppState
+
+    logdir = str(tmp_path)
+    before, _ = write_before_after(logdir, steps=20)
+    state = AppState(logdir)
+    view = state.compare("before", "after")
+    assert state.compare("before", "after") is view  # the bootstrap does not run again
+    write_session(logdir, "before", {"localhost_9012": training_capture(steps=30, read_every=1, seed=3)})
+    changed = state.compare("before", "after")
+    assert changed is not view and changed.step_before_ms.size != view.step_before_ms.size
