@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from dashboard.figures import COLORS, flame_figure
+from dashboard.figures import COLORS
 from dashboard.grid import Column, ColumnKind, table_grid
 from dashboard.state import AppState
 from dashboard.views.flame import Flame, clicked_frame, frame_filter, frame_label
@@ -81,7 +81,7 @@ def register(app: Dash, state: AppState, redraw: Callable[[str, str | None], tup
         except XlaprofError:
             return None, no_update
         if ctx.triggered_id == "flame-clear":  # the icicle drawn again as it opened
-            return None, flame_figure(flame).to_dict()
+            return None, state.flame_figure(run)
         frame = clicked_frame(click, selected if isinstance(selected, str) else flame.top)
         if frame is None:
             raise PreventUpdate

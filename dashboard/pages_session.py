@@ -20,11 +20,11 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
 from dashboard import page_graphs, page_stacks
-from dashboard.figures import COLORS, flame_figure, idle_donut, step_chart, timeline_figure, worker_chart
+from dashboard.figures import COLORS, idle_donut, step_chart, timeline_figure, worker_chart
 from dashboard.grid import Column, ColumnKind, rows_response, server_grid, table_grid
 from dashboard.state import AppState
 from dashboard.views.axis import AXIS_UNIT_US
-from dashboard.views.flame import Flame, frame_gaps, frame_label
+from dashboard.views.flame import frame_gaps, frame_label
 from dashboard.views.gap_table import gap_page, gap_range
 from dashboard.views.graphs import compile_detail
 from dashboard.views.overview import compile_rows, step_series, worker_rows
@@ -67,7 +67,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
     rng = parse_range_query(search)
     lanes, flame = state.timeline(run), state.flame(run)
     # The figures of the whole session are the same for every visit: built once per analysis.
-    figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, flame, state.view_config))
+    figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, state.view_config))
     timeline, status = _timeline(lanes, rng, state.view_config) if rng else (figures["timeline"], figures["status"])
     return html.Div([
         dcc.Store(id="session-run", data=run),
@@ -80,7 +80,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                           class_name="card-idle"),
                   ui.compiles_card(ov), ui.reads_card(ov),
                   ui.fallbacks_card(ov, any(w.metrics for w in analysis.workers))], className="cards"),
-        page_stacks.section(analysis, flame, figures["flame"]),
+        page_stacks.section(analysis, flame, state.flame_figure(run)),
         html.Div([
             html.H2("Timeline"),
             html.P("Drag to zoom into a time range (the server sends detail as you zoom), double-click or "
@@ -124,13 +124,12 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
     ], id="session-page")
 
 
-def _page_figures(analysis, ov, lanes: SessionTimeline, flame: Flame, config: ViewConfig) -> dict:
+def _page_figures(analysis, ov, lanes: SessionTimeline, config: ViewConfig) -> dict:
     """The session's figures at full range, as plain dicts (cheap to send again). It runs under
     the cache entry's lock, so it takes its inputs rather than asking the state for them."""
     series, workers = step_series(analysis), worker_rows(analysis)
     timeline, status = _timeline(lanes, (None, None), config)
     return {"timeline": timeline, "status": status, "donut": idle_donut(ov).to_dict(),
-            "flame": flame_figure(flame).to_dict() if flame.nodes else None,
             "steps": step_chart(series).to_dict() if series.step.size else None,
             "workers": worker_chart(workers).to_dict() if len(workers) > 1 else None}
 

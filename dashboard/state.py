@@ -4,7 +4,7 @@ Contract: ``AppState.entry(run)`` is the only way a page reaches a session. It r
 through ``logdir_guard.resolve_run`` (so a URL never reaches a file outside the logdir) and
 serves the analysis from the ``AnalysisCache`` (so a request never re-reads an unchanged
 session). It raises ``RunNotFoundError`` for an unknown or hostile id and ``SessionLoadError``
-for a session that cannot be analysed. ``timeline``/``gaps``/``flame``/``overview`` are the derived views,
+for a session that cannot be analysed. ``timeline``/``gaps``/``flame``/``flame_figure``/``overview`` are the derived views,
 computed once per cached analysis. ``listing()`` lists the logdir's sessions with their figures
 from the logdir's persisted ``SessionIndex`` (a restart re-analyses no unchanged session; what
 is computed goes through the analysis cache); ``compare(before, after)`` the compare page's view
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dashboard import figures
 from dashboard.views.analysis_cache import AnalysisCache, CachedAnalysis
 from dashboard.views.compare import CompareView, compare_view
 from dashboard.views.flame import Flame, idle_flame
@@ -47,6 +48,12 @@ class AppState:
 
     def flame(self, run: object) -> Flame:
         return self.entry(run).derived("flame", idle_flame)
+
+    def flame_figure(self, run: object) -> dict | None:
+        """The icicle as it opens (None for a session without stacks), drawn once per analysis."""
+        flame = self.flame(run)  # first: derived() holds the entry's lock while it builds
+        return self.entry(run).derived("flame-figure", lambda _: figures.flame_figure(flame).to_dict()
+                                       if flame.nodes else None)
 
     def overview(self, run: object) -> Overview:
         return self.entry(run).derived("overview", overview)
