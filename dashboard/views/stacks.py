@@ -15,7 +15,6 @@ Contract:
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from dashboard.views.axis import AXIS_UNIT_US
@@ -23,11 +22,9 @@ from dashboard.views.gap_table import GapColumns, gap_piece
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.findings import Finding
-from xlaprof.analysis.frames import Frame, PyStack, line_text, parse_stack
+from xlaprof.analysis.frames import Frame, PyStack, line_text, parse_stack, short_location
 from xlaprof.framework_files import is_framework_file
 from xlaprof.units import format_duration
-
-_PATH_SEPARATOR = re.compile(r"[/\\]")
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,7 @@ def short_frame(frame: str) -> str:
 
 
 def _short(frame: Frame) -> str:
-    return f"{_PATH_SEPARATOR.split(frame.file)[-1]}:{frame.line} {frame.function}".rstrip()
+    return f"{short_location(frame.location)} {frame.function}".rstrip()
 
 
 def stack_lines(stack: PyStack) -> list[StackLine]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from xlaprof.analysis.advice import ADVICE, FindingKind, advice_for
 from xlaprof.analysis.attribution import Cause
 from xlaprof.analysis.compiles import COMPILE_AT_START, COMPILE_AT_STOP, CompileSummary
-from xlaprof.analysis.frames import line_text
+from xlaprof.analysis.frames import line_text, short_location
 from xlaprof.analysis.idle_costs import CauseCost
 from xlaprof.analysis.reads import ReadSummary
 from xlaprof.analysis.span_index import NO_SPAN
@@ -78,7 +78,7 @@ def _fallback_finding(fallbacks: dict[str, float], findings: list[Finding]) -> F
     reading = [f for f in findings if f.kind is FindingKind.TRANSFER_FROM_DEVICE and f.code
                and any(name in f.code for name in names)]
     if reading:
-        lines = "; ".join(f"{_short(f.source)} ({f.count} reads, {format_duration(f.lost_us)})" for f in reading[:3])
+        lines = "; ".join(f"{short_location(f.source)} ({f.count} reads, {format_duration(f.lost_us)})" for f in reading[:3])
         detail += f". Each copies its input to the host: the idle time is charged to the reads at {lines}"
     return Finding(FindingKind.CPU_FALLBACK, 0.0, None, reading[0].source if reading else None,
                    ADVICE[FindingKind.CPU_FALLBACK], detail, int(sum(fallbacks.values())))
@@ -117,16 +117,11 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
     source = cost.source or cost.span_source
     code = line_text(cost.source)
     if cost.source:  # the line leads: "sched.py:659 `t.nonzero()` (called from train.py:42) ..."
-        line = _short(cost.source) + (f" `{code}`" if code else "")
-        caller = f", called from {_short(cost.called_from)}" if cost.called_from else ""
+        line = short_location(cost.source) + (f" `{code}`" if code else "")
+        caller = f", called from {short_location(cost.called_from)}" if cost.called_from else ""
         detail = f"{line} ({what} {where}{caller}) left the device idle for {format_duration(cost.lost_us)}"
     else:
         detail = f"{what} {where} left the device idle for {format_duration(cost.lost_us)}"
     detail = detail.replace(" )", ")").replace("  ", " ")
     advice = advice_for(kind, cost.stack, code)
     return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from)
-
-
-def _short(location: str | None) -> str:
-    """"file.py:42" from "/a/b/file.py:42"."""
-    return (location or "").replace("\\", "/").rsplit("/", 1)[-1]

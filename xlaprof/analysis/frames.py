@@ -10,6 +10,7 @@ Contract:
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
 - ``line_text(location)``: the stripped text of "file:line" when the file is readable here.
+- ``short_location(location)``: "file.py:42" from "/a/b/file.py:42" (also Windows paths; "" for None).
 """
 from __future__ import annotations
 
@@ -84,3 +85,7 @@ def line_text(location: str | None) -> str | None:
         return None
     text = linecache.getline(file, int(line)).strip()
     return text or None
+
+
+def short_location(location: str | None) -> str:
+    return (location or "").replace("\\", "/").rsplit("/", 1)[-1]

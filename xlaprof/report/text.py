@@ -10,6 +10,7 @@ import textwrap
 
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.device_profile import NO_SOURCE
+from xlaprof.analysis.frames import short_location
 from xlaprof.analysis.span_index import NO_SPAN
 from xlaprof.framework_files import is_framework_file
 from xlaprof.report.json_report import analysis_json
@@ -68,7 +69,7 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
     out.append(rule(f"Largest idle gaps (of {data['gaps_total']:,})"))
     for g in sorted(data["gaps"], key=lambda g: -g["dur_us"])[:top]:
         out.append(f"  {g['worker']:<18} {g['device']:<7} at {_t(g['start_us']):>11}  {_t(g['dur_us']):>10}  "
-                   f"{g['cause']:<21} {g['span'] or '-'}" + (f"  {_base(g['source'])}" if g["stack"] else "") + "\n")
+                   f"{g['cause']:<21} {g['span'] or '-'}" + (f"  {short_location(g['source'])}" if g["stack"] else "") + "\n")
 
     out.append(rule("Compilations"))
     out += _compile_lines(data["compiles"], top)
@@ -91,19 +92,15 @@ def _line_rows(lines: list[dict], idle: float, top: int) -> list[str]:
     for row in lines[:top]:
         code = f"  {row['code'][:48]}" if row["code"] else ""
         out.append(f"  {_t(row['idle_us']):>10} {_pct(row['idle_us'], idle)}  {row['cause']:<21} "
-                   f"{_base(row['source'])}{code}\n")
+                   f"{short_location(row['source'])}{code}\n")
     return out
-
-
-def _base(location: str | None) -> str:
-    return (location or "").replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _path(stack: list[str], frames: int = 4) -> str:
     """The innermost ``frames`` of a stack that are not the framework's, "file.py:42 fn > ..."
     (outermost first)."""
     own = [frame for frame in stack if not is_framework_file(frame.rsplit(":", 1)[0])]
-    shown = [_base(frame) for frame in own[-frames:]]
+    shown = [short_location(frame) for frame in own[-frames:]]
     return ("... > " if len(own) > frames else "") + " > ".join(shown)
 
 
