@@ -184,9 +184,7 @@ def register(app: Dash, state: AppState) -> None:
             rng, stack = gap_range(gaps, row_id), gap_stack(state.entry(run).analysis, gaps, row_id)
         except XlaprofError:
             return no_update, GONE, no_update
-        if rng is None:
-            raise PreventUpdate
-        return *_redraw(state, run, rng, frame), ui.stack_panel(stack)
+        return *_redraw(state, run, rng, frame), ui.stack_panel(stack)  # a bad row id: _redraw changes nothing
 
     @app.callback(Output("gaps-table", "getRowsResponse"), Output("gaps-info", "children"),
                   Input("gaps-table", "getRowsRequest"), State("session-run", "data"), prevent_initial_call=True)

@@ -38,7 +38,6 @@ class StackLine:
 @dataclass
 class GapStack:
     title: str  # "1.2 ms idle on TPU:0: transfer_from_device"
-    cause: str
     span: str | None
     source: str | None  # "file:line" the gap is charged to (its stack's line, else its span's)
     code: str | None  # that line's text, when the file is readable here
@@ -73,7 +72,7 @@ def gap_stack(analysis: SessionAnalysis, gaps: GapColumns, gap_id: object) -> Ga
     title = f"{format_duration(float(p.dur_us[piece]))} idle on {where}: {cause}"
     stack_id = int(p.stack[piece])
     lines = stack_lines(w.host.stacks.stacks[stack_id]) if stack_id >= 0 else []
-    return GapStack(title, cause, span, source, line_text(source), lines)
+    return GapStack(title, span, source, line_text(source), lines)
 
 
 def finding_stack(finding: Finding) -> list[StackLine]:
