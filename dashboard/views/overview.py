@@ -126,9 +126,14 @@ def worker_rows(analysis: SessionAnalysis) -> list[dict]:
     return rows
 
 
+def session_date(summary: SessionSummary) -> str:
+    """When the session was captured, in this machine's local time."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary.created_unix))
+
+
 def session_row(listed: ListedSession) -> dict:
     summary, figures = listed.session, listed.figures
-    row = {"run": summary.run, "date": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(summary.created_unix)),
+    row = {"run": summary.run, "date": session_date(summary),
            "workers": len(summary.workers), "duration_us": None, "idle_pct": None, "step_median_us": None,
            "error": listed.error}
     if figures is not None:

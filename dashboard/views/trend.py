@@ -7,12 +7,12 @@ and median step time (ms; NaN for a session without steps). The page draws it wh
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from dashboard.views.axis import AXIS_UNIT_US
+from dashboard.views.overview import session_date
 from xlaprof.analysis.summary import ListedSession
 
 MIN_SESSIONS = 2
@@ -33,7 +33,7 @@ def trend_series(listed: list[ListedSession]) -> TrendSeries:
     rows = sorted((r for r in listed if r.figures is not None), key=lambda r: (r.session.created_unix, r.session.run))
     return TrendSeries(
         [r.session.run for r in rows],
-        [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.session.created_unix)) for r in rows],
+        [session_date(r.session) for r in rows],
         np.array([100 * r.figures.idle_share for r in rows]),
         np.array([r.figures.step_median_us / AXIS_UNIT_US if r.figures.step_median_us is not None else np.nan
                   for r in rows]))
