@@ -116,7 +116,8 @@ class HostActivity:
         emitters = set(plane.line_ids_where(lambda name: name.startswith(vocabulary.STACK_LINE_PREFIX)).tolist())
         python_lines = frozenset(set(np.unique(plane.events.line[python_rows]).tolist())
                                  | set(stacks.sampled_lines)) - emitters
-        spans = SpanIndex.from_plane(plane, python_lines)
+        passes = compiler_rows(plane, python_lines)
+        spans = SpanIndex.from_plane(plane, python_lines, passes)
         boundary_rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
         stacks.moved_on = _moved_on(plane, boundary_rows, spans)
         main_line = spans.busiest_line()
@@ -133,7 +134,7 @@ class HostActivity:
         span_rows = np.union1d(runtime_rows, spans.rows)
         return HostActivity(plane, tfd, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE)),
                             compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
-                            stacks, python_lines, EventSet.of(plane, compiler_rows(plane, python_lines)))
+                            stacks, python_lines, EventSet.of(plane, passes))
 
     def span_at(self, line: int, t: float) -> int:
         """The innermost user span at ``t`` on ``line`` (the main line when ``line`` < 0)."""

@@ -37,12 +37,17 @@ class SpanIndex:
         return len(self.name)
 
     @staticmethod
-    def from_plane(plane: Plane | None, python_lines: frozenset[int] = frozenset()) -> SpanIndex:
+    def from_plane(plane: Plane | None, python_lines: frozenset[int] = frozenset(),
+                   passes: np.ndarray | None = None) -> SpanIndex:
+        """``passes``: ``compiler_rows(plane, python_lines)``, where the caller has it already."""
         if plane is None:
             return _build(plane, np.zeros(0, np.int64), {}, {})
         sources = plane.stats.column(vocabulary.SOURCE_STAT)
         steps = plane.stats.column(vocabulary.STEP_NUM_STAT)
-        rows = np.union1d(np.array(sorted(set(sources) | set(steps)), np.int64), _user_tracemes(plane, python_lines))
+        if passes is None:
+            passes = compiler_rows(plane, python_lines)
+        rows = np.union1d(np.array(sorted(set(sources) | set(steps)), np.int64),
+                          _user_tracemes(plane, python_lines, passes))
         return _build(plane, rows, sources, steps)
 
     def innermost_all(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -107,8 +112,9 @@ def _build(plane: Plane | None, rows: np.ndarray, sources: dict, steps: dict) ->
     return SpanIndex(rows, names, source, step, line.astype(np.int32), start, end, parent)
 
 
-def _user_tracemes(plane: Plane, python_lines: frozenset[int]) -> np.ndarray:
-    """Rows of the events on Python threads' lines that the runtime did not record."""
+def _user_tracemes(plane: Plane, python_lines: frozenset[int], passes: np.ndarray) -> np.ndarray:
+    """Rows of the events on Python threads' lines that the runtime did not record, outside the
+    compiler's ``passes`` of a compile begun before the capture."""
     if not python_lines:
         return np.zeros(0, np.int64)
     user_names = np.array([i for i, n in enumerate(plane.names) if not vocabulary.is_runtime_event(n)], np.int32)
@@ -119,10 +125,9 @@ def _user_tracemes(plane: Plane, python_lines: frozenset[int]) -> np.ndarray:
     user = np.isin(ev.name, user_names)
     candidates, runtime = np.flatnonzero(on_python & user), np.flatnonzero(on_python & ~user)
     candidates = candidates[~_inside(ev, candidates, runtime)]
-    orphans = compiler_rows(plane, python_lines)
-    if orphans.size == 0:
+    if passes.size == 0:
         return candidates
-    return candidates[~_inside(ev, candidates, orphans, whole_lines=True)]
+    return candidates[~_inside(ev, candidates, passes, whole_lines=True)]
 
 
 def compiler_rows(plane: Plane | None, python_lines: frozenset[int]) -> np.ndarray:
