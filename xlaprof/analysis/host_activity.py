@@ -156,11 +156,11 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet, stacks
         on_line = runtime.line == line
         r_start, r_end = runtime.start[on_line], runtime.end[on_line]
         b_end = np.sort(boundaries.end[boundaries.line == line])
+        seen_begun = stacks.call_starts(line, reads.start[mine], reads.end[mine])
+        last_boundary = np.searchsorted(b_end, reads.start[mine], side="right") - 1
         previous_end = -np.inf
-        for i in mine.tolist():
-            begun = stacks.call_start(line, reads.start[i], reads.end[i]) if len(stacks) else -np.inf
-            if not np.isfinite(begun):
-                k = int(np.searchsorted(b_end, reads.start[i], side="right")) - 1
+        for i, begun, k in zip(mine.tolist(), seen_begun.tolist(), last_boundary.tolist()):
+            if begun == -np.inf:
                 begun = max(_chain_start(r_start, r_end, reads.start[i]), b_end[k] if k >= 0 else -np.inf)
             start[i] = max(min(begun, reads.start[i]), previous_end)
             previous_end = reads.end[i]

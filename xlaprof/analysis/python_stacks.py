@@ -11,8 +11,9 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   ``LAG_US``) belongs to that run.
 - ``at(lines, starts, ends)``: for events, the stack of the first run the sampler began during
   each event (it saw the thread inside it; the run holding an event's start may be the previous
-  line's, seen late), else the run holding its end. ``call_start(line, start, end)``: when that
-  run began, i.e. when the Python call holding the event began (-inf where there is none).
+  line's, seen late), else the run holding its end. ``call_starts(line, starts, ends)``: per
+  event on ``line``, when that run began, i.e. when the Python call holding the event began
+  (-inf where there is none).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
 """
 from __future__ import annotations
@@ -134,11 +135,13 @@ class StackSamples:
             result[mine] = np.where(run >= 0, self.stack[np.maximum(run, 0)], -1)
         return result
 
-    def call_start(self, line: int, start: float, end: float) -> float:
-        """When the Python call holding the event [start, end] began: the start of the run of
-        identical samples the sampler saw during it (-inf where it saw none)."""
-        run = int(self._first_seen(line, np.array([start]), np.array([end]))[0])
-        return float(self.start[run]) if run >= 0 else -np.inf
+    def call_starts(self, line: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """When the Python call holding each event [start, end] on ``line`` began: the start of the
+        run of identical samples the sampler saw during it (-inf where it saw none)."""
+        run = self._first_seen(line, starts, ends)
+        if not len(self):
+            return np.full(run.size, -np.inf)
+        return np.where(run >= 0, self.start[np.maximum(run, 0)], -np.inf)
 
 
 def _run_heads(line: np.ndarray, start: np.ndarray, end: np.ndarray, stack: np.ndarray) -> np.ndarray:
