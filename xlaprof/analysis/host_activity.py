@@ -26,7 +26,7 @@ import numpy as np
 from xlaprof.analysis.python_stacks import StackSamples
 from xlaprof.analysis.span_index import SpanIndex, compiler_rows
 from xlaprof.xspace import vocabulary
-from xlaprof.xspace.events import Plane
+from xlaprof.xspace.events import Plane, stat_text
 from xlaprof.xspace.reader import XSpaceData
 
 # Without stacks, the runtime events before a transfer belong to its read call when each starts this
@@ -130,7 +130,7 @@ class HostActivity:
             compile_rows = plane.rows_named(vocabulary.BACKEND_COMPILE)
         compiles = EventSet.of(plane, compile_rows)
         hashes = plane.stats.column(vocabulary.GRAPH_HASH_STAT)
-        compile_hashes = [_hash(hashes.get(int(r))) for r in compiles.rows]
+        compile_hashes = [stat_text(hashes.get(int(r))) for r in compiles.rows]
         span_rows = np.union1d(runtime_rows, spans.rows)
         return HostActivity(plane, tfd, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE)),
                             compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
@@ -184,11 +184,3 @@ def _chain_start(r_start: np.ndarray, r_end: np.ndarray, t: float) -> float:
         begun = min(begun, r_start[k])
         k -= 1
     return begun
-
-
-def _hash(value) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        value = value.decode(errors="replace")
-    return str(value)

@@ -24,7 +24,7 @@ import numpy as np
 
 from xlaprof.analysis.frames import PyStack, parse_stack
 from xlaprof.xspace import vocabulary
-from xlaprof.xspace.events import Plane
+from xlaprof.xspace.events import Plane, stat_text
 
 LAG_US = 2000.0  # how late the sampler may first see a stack (1 kHz, plus waiting for the GIL)
 MERGE_US = 1000.0  # consecutive samples this close with the same stack are one run
@@ -75,8 +75,9 @@ class StackSamples:
         index_of_id = {line.id: i for i, line in enumerate(plane.lines)}
         rows = np.fromiter(texts, np.int64, len(texts))
         interned: dict[str, int] = {}
-        stack = np.array([interned.setdefault(_text(texts[r]), len(interned)) for r in rows.tolist()], np.int64)
-        names = [_text(thread_names.get(r, "")) for r in rows.tolist()]
+        stack = np.array([interned.setdefault(stat_text(texts[r]) or "", len(interned)) for r in rows.tolist()],
+                         np.int64)
+        names = [stat_text(thread_names.get(r, "")) for r in rows.tolist()]
         line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
                          for r, name in zip(rows.tolist(), names)], np.int32)
         start = plane.events.start_us[rows]
@@ -159,9 +160,3 @@ def _place(index_of_id: dict[int, int], thread_id, name: str, emitter_line: int,
     if placed is not None:
         return placed
     return main_line if name == MAIN_THREAD and main_line >= 0 else emitter_line
-
-
-def _text(value) -> str:
-    if value is None:
-        return ""
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)

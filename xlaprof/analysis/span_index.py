@@ -17,7 +17,7 @@ import numpy as np
 
 from xlaprof.analysis import intervals
 from xlaprof.xspace import vocabulary
-from xlaprof.xspace.events import Plane
+from xlaprof.xspace.events import Plane, stat_text
 
 NO_SPAN = "(no span)"  # the label of anything that happened outside every user span
 
@@ -107,7 +107,7 @@ def _build(plane: Plane | None, rows: np.ndarray, sources: dict, steps: dict) ->
         parent[i] = stack[-1] if stack else -1
         stack.append(i)
     names = [plane.names[n] for n in ev.name[rows]]
-    source = [_text(sources.get(int(r))) for r in rows]
+    source = [stat_text(sources.get(int(r))) for r in rows]
     step = np.array([_int(steps.get(int(r))) for r in rows], np.int64)
     return SpanIndex(rows, names, source, step, line.astype(np.int32), start, end, parent)
 
@@ -161,12 +161,6 @@ def _inside(ev, rows: np.ndarray, enclosing: np.ndarray, whole_lines: bool = Fal
         k = intervals.covering(starts, ends, s)
         inside[mine] = (k >= 0) & (s + ev.dur_us[rows[mine]] <= ends[np.maximum(k, 0)])
     return inside
-
-
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def _int(value) -> int:

@@ -8,6 +8,7 @@ Contract:
 - ``StatTable`` is sparse: it holds the stats of the events that carry any, on the planes
   whose stats were read (host planes). ``event`` (int64 row of the EventTable), ``key``
   (int32 index into ``StatTable.keys``) and ``value`` (a Python list, int/float/str/bytes).
+  ``stat_text(value)``: a stat's value as text (bytes decoded, invalid UTF-8 replaced; None stays None).
 - ``IntColumn`` holds one integer stat (e.g. ``program_id``) of every event carrying it, as two
   numpy columns: read for the few keys of ``vocabulary.INT_STAT_COLUMNS`` on host planes, where
   the CPU device's op events carry them by the hundred thousand.
@@ -37,6 +38,12 @@ class EventTable:
     def empty() -> EventTable:
         return EventTable(np.zeros(0, np.int32), np.zeros(0, np.int32),
                           np.zeros(0, np.float64), np.zeros(0, np.float64))
+
+
+def stat_text(value) -> str | None:
+    if value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)
