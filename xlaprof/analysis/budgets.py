@@ -139,7 +139,7 @@ def _check(budget: Budget, diff: SessionDiff) -> BudgetResult:
                 BudgetMode.LIMIT: change.after}[budget.mode]
     exceeded = _COMPARE[budget.op](measured, budget.value)
     ci = metric.ci(diff) if metric.ci else None
-    if metric.ci and budget.mode is not BudgetMode.LIMIT and ci is not None and not excludes_zero(ci):
+    if budget.mode is not BudgetMode.LIMIT and ci is not None and not excludes_zero(ci):
         exceeded = False  # a change the interval cannot tell from noise
     return BudgetResult(budget, exceeded, change, _message(budget, change, ci))
 

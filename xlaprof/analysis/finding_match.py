@@ -81,12 +81,11 @@ def _by_span(f: Finding) -> tuple:
 def _pair(before: list[Finding], after: list[Finding], key) -> tuple[list, list[Finding], list[Finding]]:
     """Pairs of findings with the same key, costliest first; and the findings left on each side."""
     groups: dict[tuple, list[list[Finding]]] = defaultdict(lambda: [[], []])
-    left_before = [f for f in before if key(f) is None]
-    left_after = [f for f in after if key(f) is None]
-    for side, findings in enumerate((before, after)):
+    left_before, left_after = [], []  # first the findings without a key, in their order
+    for findings, left, side in ((before, left_before, 0), (after, left_after, 1)):
         for f in findings:
-            if key(f) is not None:
-                groups[key(f)][side].append(f)
+            k = key(f)
+            (left if k is None else groups[k][side]).append(f)
     pairs = []
     for olds, news in groups.values():
         olds.sort(key=lambda f: -f.lost_us)
