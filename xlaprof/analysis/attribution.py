@@ -33,7 +33,7 @@ import numpy as np
 
 from xlaprof.analysis import intervals
 from xlaprof.analysis.device_timeline import DeviceTimeline
-from xlaprof.analysis.host_activity import EventSet, HostActivity
+from xlaprof.analysis.host_activity import READ_SPAN_BEFORE_END_US, EventSet, HostActivity
 
 
 class Cause(str, Enum):
@@ -178,7 +178,7 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
         # The span around the causing event; for tracing, the span open at this moment.
         at = start[pick] if code == CODE[Cause.HOST_TRACING] else events.start[j]
         if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
-            at = events.end[j] - 1e-3  # the read call may begin before the span that reads
+            at = events.end[j] - READ_SPAN_BEFORE_END_US
         span[pick] = host.spans_at(events.line[j].astype(np.int64), at)
         named[pick] = True
         line[pick] = events.line[j]

@@ -23,6 +23,7 @@ from xlaprof.analysis.span_index import NO_SPAN
 # The causes of a compile the capture caught mid-way (see analysis.session_analysis).
 COMPILE_AT_START = "already compiling when the capture started"
 COMPILE_AT_STOP = "still compiling when the capture stopped"
+EDGE_COMPILE_CAUSES = (COMPILE_AT_START, COMPILE_AT_STOP)  # compiles the capture caught mid-way
 
 
 @dataclass
@@ -78,7 +79,7 @@ def summarize_compiles(records: list[CompileRecord]) -> CompileSummary:
     by_span = Counter(r.span or NO_SPAN for r in records)
     hashes_by_span: dict[str, set] = defaultdict(set)
     for r in records:
-        if r.cause not in (COMPILE_AT_START, COMPILE_AT_STOP):  # their graphs are unknown
+        if r.cause not in EDGE_COMPILE_CAUSES:  # their graphs are unknown
             hashes_by_span[r.span or NO_SPAN].add(r.graph_hash or f"#{r.start_us}")
     recompiled = {span: len(h) for span, h in hashes_by_span.items() if len(h) > 1}
     triggers: dict[str, Counter] = defaultdict(Counter)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from xlaprof.analysis.advice import ADVICE, FindingKind, advice_for
 from xlaprof.analysis.attribution import Cause
-from xlaprof.analysis.compiles import COMPILE_AT_START, COMPILE_AT_STOP, CompileSummary
+from xlaprof.analysis.compiles import EDGE_COMPILE_CAUSES, CompileSummary
 from xlaprof.analysis.frames import line_text, short_location
 from xlaprof.analysis.idle_costs import CauseCost
 from xlaprof.analysis.reads import ReadSummary
@@ -97,7 +97,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
         else:
             what = f"{count} compile(s)"
         trigger = compiles.trigger_by_span.get(span_key)
-        if trigger and trigger.cause in (COMPILE_AT_START, COMPILE_AT_STOP):
+        if trigger and trigger.cause in EDGE_COMPILE_CAUSES:
             what += " (caught mid-way: running when the capture started or stopped)"
         elif trigger and trigger.trigger:
             where += f" (torch_xla: '{trigger.cause}' at {trigger.trigger})"

@@ -32,6 +32,9 @@ from xlaprof.xspace.reader import XSpaceData
 # Without stacks, the runtime events before a transfer belong to its read call when each starts this
 # soon after the previous one ends (measured on torch_xla 2.9 CPU: gaps of 5-110 us inside one call).
 READ_JOIN_US = 200.0
+# A read's span is the one open just before the read ends: its Python call (the whole reading call,
+# see the contract) may have begun before the span that reads.
+READ_SPAN_BEFORE_END_US = 1e-3
 
 
 @dataclass

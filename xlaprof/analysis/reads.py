@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.host_activity import HostActivity
+from xlaprof.analysis.host_activity import READ_SPAN_BEFORE_END_US, HostActivity
 from xlaprof.analysis.span_index import NO_SPAN
 
 
@@ -28,7 +28,7 @@ class ReadSummary:
 
 def summarize_reads(host: HostActivity) -> ReadSummary:
     reads = host.transfers_from_device
-    lines, inside = reads.line.astype(np.int64), reads.end - 1e-3
+    lines, inside = reads.line.astype(np.int64), reads.end - READ_SPAN_BEFORE_END_US
     by_span = Counter(host.spans.label(int(i))[0] or NO_SPAN for i in host.spans_at(lines, inside))
     stacks = host.stacks.at(lines, reads.start, reads.end) if len(host.stacks) else np.zeros(0, np.int64)
     by_source = Counter(host.stacks.stacks[i].source for i in stacks.tolist() if i >= 0)
