@@ -20,6 +20,7 @@ from dashboard.views.overview import Overview
 from dashboard.views.stacks import GapStack, StackLine, finding_stack
 from xlaprof.analysis.findings import Finding
 from xlaprof.analysis.recompiles import RecompileExplanation
+from xlaprof.analysis.worker_comparison import Straggler
 from xlaprof.units import format_duration
 
 TOP_FINDINGS = 10

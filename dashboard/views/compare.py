@@ -15,11 +15,11 @@ Contract:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qs
 
 import numpy as np
 
 from dashboard.views.axis import AXIS_UNIT_US
+from dashboard.views.query import query_values
 from xlaprof.analysis.session_diff import SessionDiff
 from xlaprof.report.diff_json import diff_json
 from xlaprof.units import format_duration, format_interval, format_percent_change
@@ -84,8 +84,6 @@ def default_pair(runs: list[str]) -> tuple[str | None, str | None]:
 
 
 def parse_pair(search: object, runs: list[str]) -> tuple[str | None, str | None]:
-    query = parse_qs(search[1:] if isinstance(search, str) and search.startswith("?") else "")
-    defaults = default_pair(runs)
-    picked = [(query.get(key) or [None])[0] for key in ("before", "after")]
-    before, after = (p if p in runs else d for p, d in zip(picked, defaults))
+    picked = query_values(search if isinstance(search, str) and search.startswith("?") else "", ("before", "after"))
+    before, after = (p if p in runs else d for p, d in zip(picked, default_pair(runs)))
     return before, after

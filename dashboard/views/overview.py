@@ -23,6 +23,7 @@ from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.summary import ListedSession, idle_share
+from xlaprof.session import SessionSummary
 
 TOP_SPANS = 5
 MAX_STEP_BARS = 300  # steps drawn one by one; more are grouped

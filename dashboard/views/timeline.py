@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from urllib.parse import parse_qs
 
 import numpy as np
 
 from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
+from dashboard.views.query import query_values
 from xlaprof.analysis import SessionAnalysis, WorkerAnalysis, intervals
 from xlaprof.analysis.attribution import CAUSES, CODE, Cause
 from xlaprof.analysis.host_activity import EventSet
@@ -296,13 +296,7 @@ def parse_relayout(relayout: object, unit_us: float = AXIS_UNIT_US) -> tuple[flo
 
 def parse_range_query(search: object, unit_us: float = AXIS_UNIT_US) -> tuple[float, float] | None:
     """The ``?from_ms=..&to_ms=..`` of a session URL, in us; ``None`` when absent or malformed."""
-    if not isinstance(search, str) or len(search) > 2000:
-        return None
-    try:
-        query = parse_qs(search.lstrip("?"), max_num_fields=20)
-    except ValueError:  # more fields than any real link has
-        return None
-    lo, hi = (_number((query.get(key) or [None])[0]) for key in ("from_ms", "to_ms"))
+    lo, hi = (_number(v) for v in query_values(search, ("from_ms", "to_ms")))
     if lo is None or hi is None or hi <= lo:
         return None
     return lo * unit_us, hi * unit_us

@@ -59,6 +59,7 @@ def test_without_steps_the_view_says_so(diff):
 @pytest.mark.parametrize("search, pair", [
     ("", ("b", "c")), (None, ("b", "c")), ("?before=a&after=b", ("a", "b")), ("?after=a", ("b", "a")),
     ("?before=../../etc&after=%2e%2e", ("b", "c")), ("?before=a&before=b", ("a", "c")), ("before=a", ("b", "c")),
+    ("?before=a" + "&x=1" * 100, ("b", "c")),  # more fields than any real link: the defaults
 ])
 def test_urls_pick_listed_sessions_only(search, pair):
     assert parse_pair(search, ["c", "b", "a"]) == pair
