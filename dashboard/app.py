@@ -22,8 +22,6 @@ from dashboard.state import AppState
 from dashboard.views.logdir_guard import printable
 
 log = logging.getLogger("xlaprof")
-SESSION_PREFIX = "/session/"
-COMPARE_PATH = "/compare"
 
 
 def create_app(logdir: str, state: AppState | None = None) -> Dash:
@@ -33,7 +31,7 @@ def create_app(logdir: str, state: AppState | None = None) -> Dash:
         dcc.Location(id="url", refresh=False),
         html.Header([dcc.Link("xlaprof", href="/", className="brand"),
                      html.Span("why is my device idle, and which line is to blame", className="tagline"),
-                     dcc.Link("compare", href=COMPARE_PATH, className="nav")],
+                     dcc.Link("compare", href=ui.COMPARE_PATH, className="nav")],
                     className="topbar"),
         html.Main(id="page", className="page"),
     ])
@@ -56,10 +54,10 @@ def page_for(state: AppState, pathname: object, search: object) -> html.Div:
     try:
         if path in ("", "/"):
             return pages_sessions.layout(state)
-        if path.rstrip("/") == COMPARE_PATH:
+        if path.rstrip("/") == ui.COMPARE_PATH:
             return pages_compare.layout(state, search if isinstance(search, str) else "")
-        if path.startswith(SESSION_PREFIX):
-            return pages_session.layout(state, path[len(SESSION_PREFIX):].rstrip("/"),
+        if path.startswith(ui.SESSION_PREFIX):
+            return pages_session.layout(state, path[len(ui.SESSION_PREFIX):].rstrip("/"),
                                         search if isinstance(search, str) else "")
     except Exception as exc:  # a bug drawing one page must not take the app down
         log.exception("drawing %s failed", printable(path))

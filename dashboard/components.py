@@ -26,8 +26,12 @@ from xlaprof.units import format_duration
 TOP_FINDINGS = 10
 
 
+SESSION_PREFIX = "/session/"  # the pages' paths
+COMPARE_PATH = "/compare"
+
+
 def session_href(run: str) -> str:
-    return f"/session/{quote(run, safe='')}"
+    return f"{SESSION_PREFIX}{quote(run, safe='')}"
 
 
 def card(title: str, *children, class_name: str = "") -> html.Div:

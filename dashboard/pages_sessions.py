@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dash import Dash, Input, Output, dcc, html
 
-from dashboard.components import message, sessions_table
+from dashboard.components import COMPARE_PATH, message, sessions_table
 from dashboard.figures import trend_chart
 from dashboard.state import AppState
 from dashboard.views.overview import session_row
@@ -36,7 +36,7 @@ def _listing(state: AppState) -> html.Div:
         html.Div([html.H3("Trend across sessions"),
                   dcc.Graph(id="trend-chart", figure=trend_chart(series).to_dict(), config={"displaylogo": False})],
                  id="trend-section") if len(series) >= MIN_SESSIONS else None,
-        html.P(dcc.Link("Compare two sessions: before and after", href="/compare", id="compare-link"))
+        html.P(dcc.Link("Compare two sessions: before and after", href=COMPARE_PATH, id="compare-link"))
         if len(listed) > 1 else None,
         sessions_table([session_row(row) for row in listed]),
     ])
