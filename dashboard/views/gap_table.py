@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
+from dashboard.views.axis import AXIS_UNIT_US, first_gap_ids, worker_offsets
 from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
 from xlaprof.analysis.attribution import CAUSES
 
@@ -90,7 +90,7 @@ def gap_columns(analysis: SessionAnalysis) -> GapColumns:
     joined = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
     labels = {col: (joined[col].astype(np.int32), text[col].finish()) for col in text}
     labels["cause"] = (joined["cause"].astype(np.int32), [c.value for c in CAUSES])
-    starts = np.cumsum([0] + [len(w.pieces) for w in analysis.workers])[:-1].astype(np.int64)
+    starts = np.array(first_gap_ids(analysis), np.int64)
     return GapColumns(joined["start"].astype(np.float64), joined["dur"].astype(np.float64), labels, starts)
 
 

@@ -9,8 +9,8 @@ Contract:
   thread name (e.g. ``pt_autograd_0 · spans depth 0``) for other threads). Times are
   microseconds on one axis for all workers: each worker's clock is shifted by its ``origin_ns``
   relative to the earliest worker's (``worker_offsets``). Each idle item keeps its gap id (the
-  numbering of ``gap_table``) and its hover names the piece's place (``WorkerAnalysis.piece_place``:
-  the Python line of its stack, else its span's).
+  numbering of ``axis.first_gap_ids``, as in ``gap_table``) and its hover names the piece's place
+  (``WorkerAnalysis.piece_place``: the Python line of its stack, else its span's).
 - ``only_gaps(timeline, keep)``: the same lanes with only the idle items whose gap id ``keep``
   (bool per gap id) keeps, e.g. the gaps under a flame graph frame; the rest is unchanged.
 - ``view(timeline, x0, x1, config)`` returns the ``TimelineView`` to draw for ``[x0, x1]`` (us).
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
+from dashboard.views.axis import AXIS_UNIT_US, first_gap_ids, worker_offsets
 from dashboard.views.query import query_values
 from xlaprof.analysis import SessionAnalysis, WorkerAnalysis, intervals
 from xlaprof.analysis.attribution import CAUSES, CODE, Cause
@@ -99,8 +99,7 @@ def session_timeline(analysis: SessionAnalysis) -> SessionTimeline:
     lanes: list[Lane] = []
     offsets = worker_offsets(analysis)
     prefix = len(analysis.workers) > 1
-    first_gap = 0
-    for w, offset in zip(analysis.workers, offsets):
+    for w, offset, first_gap in zip(analysis.workers, offsets, first_gap_ids(analysis)):
         tag = f"{w.worker.label} " if prefix else ""
         for d, device in enumerate(w.devices):
             ev = device.plane.events
@@ -124,7 +123,6 @@ def session_timeline(analysis: SessionAnalysis) -> SessionTimeline:
             if len(events):
                 lanes.append(_host_lane(f"{tag}{label}", events, CODE[cause], names, w, offset))
         lanes += _span_lanes(tag, w, offset)
-        first_gap += len(w.pieces)
     extent = (min((w.window[0] + o for w, o in zip(analysis.workers, offsets)), default=0.0),
               max((w.window[1] + o for w, o in zip(analysis.workers, offsets)), default=1.0))
     return SessionTimeline(lanes, extent)
