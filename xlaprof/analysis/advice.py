@@ -31,6 +31,18 @@ class FindingKind(str, Enum):
     CPU_FALLBACK = "cpu_fallback"
     FORCED_EXECUTION = "forced_execution"
 
+    @property
+    def cause(self) -> Cause | None:
+        """The idle cause this kind's time is charged to (None: a kind that charges no idle time)."""
+        if self is FindingKind.RECOMPILATION:
+            return Cause.COMPILE
+        if self is FindingKind.CAPTURE_EDGE:
+            return Cause.UNATTRIBUTED
+        try:
+            return Cause(self.value)
+        except ValueError:  # cpu_fallback, forced_execution
+            return None
+
 
 ADVICE = {
     FindingKind.TRANSFER_FROM_DEVICE: (

@@ -8,6 +8,7 @@ finding moved, the idle cause that moved most, if any.
 """
 from __future__ import annotations
 
+from xlaprof.analysis.advice import FindingKind
 from xlaprof.units import format_duration, format_duration_change, format_interval, format_percent_change
 
 # What a finding of each kind is called in a sentence.
@@ -15,8 +16,6 @@ NOUNS = {"transfer_from_device": "read", "transfer_to_device": "input transfer",
          "compile": "compile", "recompilation": "recompilation", "unattributed": "unattributed idle time",
          "capture_edge": "idle time at the capture's edge", "cpu_fallback": "CPU fallback",
          "forced_execution": "forced execution"}
-# The idle cause each finding kind is charged to, where the kind is not a cause itself.
-CAUSE_OF_KIND = {"recompilation": "compile", "capture_edge": "unattributed"}
 
 
 def verdict(data: dict) -> str:
@@ -25,7 +24,8 @@ def verdict(data: dict) -> str:
     timed = [f for f in data["findings"] if f["status"] != "unchanged" and f["lost_us"]["delta"] != 0]
     if timed:  # the finding whose lost time moved most says what the change did
         f = max(timed, key=lambda f: abs(f["lost_us"]["delta"]))
-        cause = CAUSE_OF_KIND.get(f["kind"], f["kind"])
+        charged = FindingKind(f["kind"]).cause
+        cause = charged.value if charged else f["kind"]
         parts.append(f"{cause} idle {format_duration_change(moved.get(cause, 0.0))}: {_finding_part(f)}")
     else:
         cause = max(moved, key=lambda k: abs(moved[k]))
