@@ -3,7 +3,8 @@
 #   ./run.sh demo    set up .venv, then run the demo workload on the CPU XLA device
 #   ./run.sh test    set up .venv (and headless Chromium), then run the whole test suite
 #   ./run.sh setup   only set up .venv
-# The virtual environment is reused when it is already right (a stamp of pyproject.toml),
+# The virtual environment is reused when it is already right (a stamp of pyproject.toml,
+# setup.py, run.sh and the C source it builds),
 # so the 7 GB torch/torch_xla install happens once.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,9 +15,23 @@ STAMP="$VENV/.xlaprof-setup"
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
 
-want_stamp() { cat pyproject.toml run.sh | sha256sum | cut -d' ' -f1; }
+want_stamp() { cat pyproject.toml setup.py run.sh collectors/*.c | sha256sum | cut -d' ' -f1; }
+
+apt_install() {
+  local sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "$@"
+}
+
+setup_compiler() {  # for the stack sampler's C loop (setup.py)
+  if command -v cc >/dev/null; then return; fi
+  log "installing Debian's gcc for the stack sampler's C loop"
+  apt_install gcc
+}
 
 setup_venv() {
+  setup_compiler
   if [[ -x "$VENV/bin/python" ]] && ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     log "$VENV is not Python 3.11: recreating it"
     rm -rf "$VENV"
@@ -33,16 +48,15 @@ setup_venv() {
   log "installing xlaprof with all extras into $VENV (first time: torch + torch_xla, about 7 GB, a few minutes)"
   "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip 1>&2
   "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[all]" 1>&2
+  "$VENV/bin/python" -c 'import collectors._stack_watch' 2>/dev/null ||
+    log "the stack sampler's C loop did not build (pip's output above says why): captures will have no Python stacks"
   want_stamp > "$STAMP"
 }
 
 setup_browser() {
   if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then return; fi
   log "installing Debian's chromium and chromium-driver for the browser tests"
-  local sudo=""
-  [[ $(id -u) -eq 0 ]] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q chromium chromium-driver
+  apt_install chromium chromium-driver
 }
 
 case "${1:-}" in

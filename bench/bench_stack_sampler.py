@@ -3,23 +3,20 @@
 Two workloads on the CPU XLA device, each in its own process: ``demo`` (the demo's training
 step, collectors/demo_worker.py, fixed shapes, a ``loss.item()`` every step) and ``python`` (a
 Python-heavy step: many small ops, one sync). Each run warms the step up, then times blocks of
-steps under four conditions, interleaved so that drift and other load hit all of them alike:
+steps under three conditions, interleaved so that drift and other load hit all of them alike:
 - ``none``: no capture (the sampler idle);
 - ``off``: an in-process capture with ``stack_hz=0``;
-- ``off+tick``: the same plus a Python thread that only sleeps 1 ms in a loop, as an emitter
-  does. On a virtual machine a thread waking up every millisecond can itself make a step that
-  waits on other threads faster (its idle vCPU is not parked), which would hide the sampler's
-  cost: ``on`` vs ``off+tick`` is the sampler's own cost;
 - ``on``: a capture at ``--hz`` (default 1000).
 Each block's median step time (and the main thread's CPU time per step, less sensitive to other
-load on the machine than wall time) is one observation; per condition it reports the median
-block over all runs, and each comparison as the change of that median with a bootstrap 95%
-confidence interval over the blocks (xlaprof.analysis.bootstrap; each block divided by its run's
-median block, so that a process that is faster or slower throughout shifts no comparison). It
-also reports what the samples add to the capture (bytes per second of capture: the size of the
-emitter lines in the capture file), the samples per second the main thread actually got, and the
-CPU the emitter threads used. ``--runs N`` repeats each workload in N fresh processes (their
-blocks pooled). Run from the repo root:
+load on the machine than wall time) is one observation. A round runs one block of each condition
+back to back (their order rotating); per condition it reports the median block over all runs, and
+each comparison as the median over the rounds of the ratio of the two conditions' blocks, with a
+percentile-bootstrap 95% confidence interval over the rounds (pairing the blocks of a round cancels
+drift across a run and a process that is faster or slower throughout). It also reports what
+the samples add to the capture (bytes per second of capture: the size of the emitter lines in the
+capture file), the samples per second the main thread actually got and how many of them read its
+stack in Python (the stack had changed), and the CPU the emitter threads used. ``--runs N``
+repeats each workload in N fresh processes (their rounds pooled). Run from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 3] [--hz 1000] [--switch-interval-ms 5] [--backoff-ms 1]
 """
@@ -42,8 +39,8 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 WORKLOADS = ("demo", "python")
-NONE, OFF, TICK, ON = "none", "off", "off+tick", "on"
-CONDITIONS = (NONE, OFF, TICK, ON)
+NONE, OFF, ON = "none", "off", "on"
+CONDITIONS = (NONE, OFF, ON)
 
 
 def python_heavy_step():
@@ -104,21 +101,28 @@ def sampler_cpu_s() -> float:
     return total
 
 
-class _CountingReader:
-    """Counts the samples read from the main thread (the bench's view of the achieved rate)."""
+class _CountingWatcher:
+    """The sampler's C loop, counting the main thread's samples and its stack reads (the samples
+    whose stack changed, or every refresh): the bench's view of the achieved rate."""
 
     main_samples = 0
+    main_reads = 0
 
-    def __init__(self, reader_class) -> None:
-        self._reader = reader_class()
-        self._main = None
+    def __init__(self, watcher_class, ident: int, *args) -> None:
+        self._watcher = watcher_class(ident, *args)
+        self._main = ident == threading.main_thread().ident
+        self._counted = 0
 
-    def read(self, frame):
-        if self._main is None:
-            self._main = threading.current_thread().name.endswith(" MainThread")
+    def __getattr__(self, name: str):  # depth, kept: as the watcher has them
+        return getattr(self._watcher, name)
+
+    def wait(self, timeout_s: float):
+        frame = self._watcher.wait(timeout_s)
         if self._main:
-            _CountingReader.main_samples += 1
-        return self._reader.read(frame)
+            _CountingWatcher.main_samples += self._watcher.samples - self._counted
+            _CountingWatcher.main_reads += 1
+            self._counted = self._watcher.samples
+        return frame
 
 
 def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms: float | None,
@@ -129,20 +133,20 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
         stack_sampler.SWITCH_INTERVAL_S = switch_interval_ms / 1000
     if backoff_ms is not None:
         stack_sampler.MAX_BACKOFF_S = backoff_ms / 1000
-    reader_class = stack_sampler.StackReader
-    stack_sampler.StackReader = lambda: _CountingReader(reader_class)
+    watcher_class = stack_sampler.Watcher
+    stack_sampler.Watcher = lambda *args: _CountingWatcher(watcher_class, *args)
     step = _step_of(workload)
     for i in range(10):  # compiles, caches
         step(i)
     step_s, cpu_s = {c: [] for c in CONDITIONS}, {c: [] for c in CONDITIONS}
-    bytes_per_s, main_rate, sampler_cpu = [], [], []
+    bytes_per_s, main_rate, read_rate, sampler_cpu = [], [], [], []
     n = 10
     with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as logdir:
         for block in range(blocks):
             for k in range(len(CONDITIONS)):
                 condition = CONDITIONS[(block + k) % len(CONDITIONS)]
                 times, cpu = [], []
-                counted = _CountingReader.main_samples
+                counted, read = _CountingWatcher.main_samples, _CountingWatcher.main_reads
                 with _condition(condition, logdir, hz) as run:
                     started = time.perf_counter()
                     for _ in range(steps):
@@ -159,54 +163,43 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
                 if condition == ON:
                     (path,) = glob.glob(os.path.join(run.path, "*.xplane.pb"))
                     bytes_per_s.append(sample_bytes(path) / recorded_s)
-                    main_rate.append((_CountingReader.main_samples - counted) / recorded_s)
+                    main_rate.append((_CountingWatcher.main_samples - counted) / recorded_s)
+                    read_rate.append((_CountingWatcher.main_reads - read) / recorded_s)
     return {"step_ms": {c: [x * 1e3 for x in v] for c, v in step_s.items()},
             "cpu_ms": {c: [x * 1e3 for x in v] for c, v in cpu_s.items()},
             "bytes_per_s": statistics.median(bytes_per_s), "main_samples_per_s": statistics.median(main_rate),
+            "main_reads_per_s": statistics.median(read_rate),
             "sampler_cpu": statistics.median(sampler_cpu)}
 
 
 @contextlib.contextmanager
 def _condition(condition: str, logdir: str, hz: float):
-    """The capture (or none) of one condition, with the ticking thread of ``off+tick``."""
+    """The capture (or none) of one condition."""
     import xlaprof
 
     if condition == NONE:
         yield None
         return
-    ticking = threading.Event()
-    if condition == TICK:
-        ticking.set()
-        ticker = threading.Thread(target=lambda: [time.sleep(0.001) for _ in iter(ticking.is_set, False)])
-        ticker.start()
-    try:
-        with xlaprof.profile(logdir, stack_hz=hz if condition == ON else 0) as run:
-            yield run
-    finally:
-        if ticking.is_set():
-            ticking.clear()
-            ticker.join()
+    with xlaprof.profile(logdir, stack_hz=hz if condition == ON else 0) as run:
+        yield run
 
 
-def _pooled(runs: list[dict], key: str) -> dict[str, list[float]]:
-    """Every block of every run per condition, each divided by its run's median block (all conditions):
-    a process that runs the step faster or slower throughout shifts no comparison."""
-    pooled = {c: [] for c in CONDITIONS}
-    for run in runs:
-        scale = statistics.median(x for c in CONDITIONS for x in run[key][c])
-        for c in CONDITIONS:
-            pooled[c] += [x / scale for x in run[key][c]]
-    return pooled
+def _paired_ratios(runs: list[dict], key: str, before: str, after: str) -> list[float]:
+    """Per round (one block of each condition, run back to back), the ``after`` block over the
+    ``before`` block: drift across a run and a process faster or slower throughout cancel out."""
+    return [a / b for run in runs for b, a in zip(run[key][before], run[key][after])]
 
 
-def _change(before: list[float], after: list[float]) -> str:
-    """The change of the median block, with its bootstrap 95% CI over the blocks of all runs."""
-    from xlaprof.analysis.bootstrap import quantile_change_cis
+def _change(ratios: list[float]) -> str:
+    """The median paired ratio as a change, with its percentile-bootstrap 95% CI over the rounds."""
+    import numpy as np
+
     from xlaprof.units import format_interval, format_percent_change
 
-    (interval,) = quantile_change_cis(before, after, (0.5,))
-    change = format_percent_change(statistics.median(after) / statistics.median(before) - 1)
-    return change if interval is None else f"{change} ({format_interval(interval)})"
+    ratios = np.asarray(ratios)
+    draws = np.random.default_rng(0).integers(0, ratios.size, (2000, ratios.size))
+    low, high = np.quantile(np.median(ratios[draws], axis=1), [0.025, 0.975])
+    return f"{format_percent_change(np.median(ratios) - 1)} ({format_interval((low - 1, high - 1))})"
 
 
 def main() -> None:
@@ -242,17 +235,16 @@ def main() -> None:
             if result.returncode != 0:
                 sys.exit(f"{workload}: the benchmark process failed:\n{result.stderr[-2000:]}")
             runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
-        step, cpu = _pooled(runs, "step_ms"), _pooled(runs, "cpu_ms")
         for title, key in ((f"\n{workload}: median step time ms   ", "step_ms"),
                            ("  main thread CPU per step ms  ", "cpu_ms")):
             print(title + "  ".join(f"{c}: {statistics.median(x for r in runs for x in r[key][c]):.3f}"
                                     for c in CONDITIONS))
-        for label, after, before in (("on vs off+tick (the sampler's own cost)", ON, TICK), ("on vs off", ON, OFF),
-                                     ("capture off vs no capture", OFF, NONE)):
-            print(f"  {label}: step time {_change(step[before], step[after])}, "
-                  f"main thread CPU {_change(cpu[before], cpu[after])}")
+        for label, after, before in (("on vs off (the sampler's cost)", ON, OFF), ("capture off vs no capture", OFF, NONE)):
+            print(f"  {label}: step time {_change(_paired_ratios(runs, 'step_ms', before, after))}, "
+                  f"main thread CPU {_change(_paired_ratios(runs, 'cpu_ms', before, after))}")
         print(f"  samples add {statistics.median(r['bytes_per_s'] for r in runs) / 1e3:.1f} kB per second of capture; "
-              f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s; "
+              f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s, "
+              f"its stack read {statistics.median(r['main_reads_per_s'] for r in runs):.0f} times/s; "
               f"the sampler's threads used {100 * statistics.median(r['sampler_cpu'] for r in runs):.1f}% of a core")
 
 if __name__ == "__main__":

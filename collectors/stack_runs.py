@@ -1,15 +1,16 @@
 """Python stacks read from frames and coalesced into runs: the pure part of the stack sampler.
 
 Contract:
-- ``StackReader().read(frame)`` returns the ``Stack`` of a thread whose innermost frame is
-  ``frame``: ``text`` holds its frames outermost first, joined by "\\n", each
+- ``StackReader().read(frame, changed=None, kept=0)`` returns the ``Stack`` of a thread whose
+  innermost frame is ``frame``: ``text`` holds its frames outermost first, joined by "\\n", each
   "path:line function" (path as the code object has it, function its qualified name), and
   ``label`` the innermost frame as "file.py:line function" (the path's basename). A reader
-  follows one thread: when every frame runs the code of its previous read at the same
-  instruction, it returns the previous ``Stack`` without formatting anything; otherwise it
-  formats only the frames below the outer part that stayed, and still returns the previous
-  ``Stack`` when the text came out equal (so equal stacks are the same object). It holds code
-  objects between calls, never a frame.
+  follows one thread: it formats the ``changed`` innermost frames (all of them when ``None``)
+  and takes the ``kept`` outermost ones from its previous read, as the sampler's C loop tells
+  (``_stack_watch.Watcher``: ``depth - kept`` and ``kept``; more kept frames than the previous
+  read had means another previous read, and the whole stack is formatted). It returns the
+  previous ``Stack`` when the text came out equal (so equal stacks are the same object), and
+  holds text between calls, never a frame.
 - Text is TraceMe-safe (``safe_text``): characters at which the profiler's
   "name#key=value,...#" metadata encoding cuts a value (``, # ' "``, and brackets left open)
   become "?".
@@ -74,36 +75,28 @@ def _texts_of(code) -> tuple[str, str, str]:
 
 
 class StackReader:
-    """Reads one thread's stacks, reusing what did not change since its previous read."""
+    """Reads one thread's stacks, formatting only the frames that changed since its previous read."""
 
     def __init__(self) -> None:
-        self._keys: list = []  # per frame, innermost first: last instruction, code
-        self._lines: list[str] = []  # the formatted frames, outermost first
+        self._lines: list[str] = []  # the formatted frames of the previous read, outermost first
         self._stack: Stack | None = None
 
-    def read(self, frame) -> Stack:
-        frames = []
-        keys = []  # per frame, innermost first: its last instruction and code (they give its line)
-        while frame is not None:
+    def read(self, frame, changed: int | None = None, kept: int = 0) -> Stack:
+        innermost, frames = frame, []
+        if kept > len(self._lines):  # not the previous read the caller compared with: read it all
+            changed, kept = None, 0
+        while frame is not None and (changed is None or len(frames) < changed):
             frames.append(frame)
-            keys.append(frame.f_lasti)
-            keys.append(frame.f_code)
             frame = frame.f_back
-        old = self._keys
-        if keys == old and self._stack is not None:
-            return self._stack
-        kept, common = 0, min(len(keys), len(old)) // 2  # frames kept, from the outermost one down
-        while kept < common and keys[-2 * kept - 1] is old[-2 * kept - 1] and keys[-2 * kept - 2] == old[-2 * kept - 2]:
-            kept += 1
         lines = self._lines[:kept]
-        for f in reversed(frames[:len(frames) - kept]):
+        for f in reversed(frames):
             path, name, _ = _texts_of(f.f_code)
             lines.append(f"{path}{f.f_lineno or 0}{name}")
-        self._keys, self._lines = keys, lines
+        self._lines = lines
         text = "\n".join(lines)
         if self._stack is None or text != self._stack.text:
-            _, name, file = _texts_of(frames[0].f_code)
-            self._stack = Stack(text, f"{file}{frames[0].f_lineno or 0}{name}")
+            _, name, file = _texts_of(innermost.f_code)
+            self._stack = Stack(text, f"{file}{innermost.f_lineno or 0}{name}")
         return self._stack
 
 

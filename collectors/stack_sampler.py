@@ -1,17 +1,23 @@
 """Put the Python stacks of the worker's threads into the profile while a capture records.
 
-Contract (docs: notes/stack_format.md; names in ``xlaprof.xspace.vocabulary``):
+Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/ARCHITECTURE.md):
 - ``ensure_sampler()`` starts (once per process) the controller thread ``xlaprof-stacks``. Every
   ``POLL_S`` it checks whether a capture records (the metrics sampler's test); while one does
   and the rate is not 0, every Python thread but xlaprof's own (names starting "xlaprof"), up to
   ``MAX_THREADS``, gets one emitter thread. Nothing else runs while no capture records.
 - An emitter names its OS thread "py <thread name>" (so its TraceMe events form their own host
-  line) and samples its thread's innermost frame (``sys._current_frames()``, frames only, never
-  a tensor) about ``rate`` times a second, with a jittered sleep. It records one TraceMe event
+  line) and samples its thread's stack (frames only, never a tensor) about ``rate`` times a
+  second, with a jittered sleep and a back-off while waking up is late. The sampling loop is C
+  (``collectors/_stack_watch.c``): a sample of a thread that did not run costs it nothing, one
+  whose stack did not change (same code objects at the same lines) a GIL hand-off and no Python;
+  the stack is read in Python (only its changed frames formatted) when it changed, or every
+  ``REFRESH_S``. It records one TraceMe event
   per run of identical stacks (``stack_runs``), named after the innermost frame, with the stats
   py_thread (the host line id of the sampled thread), py_thread_name and py_stack. It ends,
-  closing its open event, when its thread ends, when recording stops, or at ``flush()``.
-- A sample that fails is skipped and logged once per process; an emitter never raises.
+  closing its open event, when its thread ends, when recording stops, or at ``flush()`` (within
+  ``REFRESH_S``).
+- A sample that fails is skipped and logged once per process; an emitter never raises. Where the C
+  loop was not built (no C compiler at install), the sampler says so once and samples nothing.
 - ``set_rate(hz)`` sets the sampling rate of the coming captures (``check_rate`` validates it);
   ``flush()`` closes every open event and pauses sampling until the next ``resume()`` or the
   end of the recording, so a capture stopped right after loses nothing (``xlaprof.profile``);
@@ -24,7 +30,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
-import random
 import sys
 import threading
 import time
@@ -34,13 +39,19 @@ from collectors.stack_runs import RunWriter, StackReader, safe_text
 from xlaprof.errors import XlaprofError
 from xlaprof.xspace import vocabulary
 
+try:
+    from collectors._stack_watch import Watcher
+except ImportError as _not_built:  # installed where no C compiler was: no stacks, said once at the first capture
+    Watcher, _WATCHER_MISSING = None, str(_not_built)
+
 DEFAULT_RATE_HZ = 1000
 MAX_RATE_HZ = 10_000  # beyond this the sleep between samples is below the OS timer's resolution
 POLL_S = 0.05  # how soon a capture's threads get their emitters
 MAX_EVENT_S = 0.1  # an event is cut (closed and reopened) at this age: what a stopped capture may lose
+REFRESH_S = 0.02  # how often an emitter whose stack does not change checks its event's age and the recording
 MAX_THREADS = 32  # sampled threads per process
 SWITCH_INTERVAL_S = 0.001  # the interpreter's switch interval while emitters run
-LATE_S = 0.0005  # an emitter waking up later than this after its sleep backs off ...
+LATE_S = 0.0005  # an emitter waking up later than this after its sleep backs off (busy GIL or cores) ...
 MAX_BACKOFF_S = 0.008  # ... doubling its period up to this
 OWN_THREAD_PREFIX = "xlaprof"
 _PR_SET_NAME = 15  # prctl option naming the calling thread (Linux)
@@ -124,35 +135,30 @@ class _Emitter(threading.Thread):
                 return profiler.TraceMe(stack.label, **stats, **{vocabulary.PY_STACK_STAT: stack.text})
 
             writer = RunWriter(open_event, MAX_EVENT_S)
+            watcher = Watcher(target.ident, target.native_id, self.period_s, LATE_S,
+                              max(MAX_BACKOFF_S, self.period_s))
         except Exception as exc:  # a sampler must never take the worker down
             _warn_once("start", "xlaprof: the stack sampler cannot sample thread %r: %s", target.name, exc)
             return
         try:
-            self._sample(profiler.TraceMe.is_enabled, writer)
+            self._sample(profiler.TraceMe.is_enabled, watcher, writer)
         finally:
             writer.close()
 
-    def _sample(self, recording, writer: RunWriter) -> None:
-        ident, target, reader, period_s = self.target.ident, self.target, StackReader(), self.period_s
-        sleep_s = period_s
+    def _sample(self, recording, watcher, writer: RunWriter) -> None:
+        target, reader = self.target, StackReader()
         while self.running and recording(vocabulary.USER_SPAN_LEVEL):
-            frame = sys._current_frames().get(ident)
+            frame = watcher.wait(REFRESH_S)
             if frame is None or not target.is_alive():
                 return
             try:
-                stack = reader.read(frame)
-            except Exception as exc:  # a frame it cannot read: skip the sample
+                stack = reader.read(frame, watcher.depth - watcher.kept, watcher.kept)
+            except Exception as exc:  # a frame it cannot read: skip the sample, and read the next one whole
                 _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
+                reader = StackReader()
             else:
                 writer.sample(time.perf_counter(), stack)
             del frame
-            pause_s = sleep_s * (0.5 + random.random())
-            asleep = time.perf_counter()
-            time.sleep(pause_s)
-            # Waking up late means the GIL (or a core) was busy: each sample then costs the busy thread
-            # a switch, so back off until waking up is prompt again.
-            late = time.perf_counter() - asleep - pause_s > LATE_S
-            sleep_s = min(2 * sleep_s, MAX_BACKOFF_S) if late else period_s
 
 
 def _set_switch_interval(sampling: bool) -> None:
@@ -175,6 +181,10 @@ def _reconcile() -> None:
         if not recording:
             _paused = False
         sampling = recording and not _paused and _rate_hz > 0
+        if sampling and Watcher is None:
+            _warn_once("build", "xlaprof: no Python stacks in this capture: the stack sampler's C loop is not "
+                                "built (%s); reinstall xlaprof where a C compiler is available", _WATCHER_MISSING)
+            sampling = False
         _set_switch_interval(sampling or bool(_emitters))
         if not sampling:
             return

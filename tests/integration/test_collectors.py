@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import textwrap
 
 import pytest
@@ -37,15 +38,19 @@ def _lines_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
-def _run_script(tmp_path, name: str, text: str) -> dict:
-    """Run ``text`` as the script ``name`` with a logdir argument, as a user would; its last
-    stdout line is JSON."""
+def _script_process(tmp_path, name: str, text: str) -> subprocess.CompletedProcess:
+    """Run ``text`` as the script ``name`` with a logdir argument, as a user would; it succeeded."""
     script = tmp_path / name
     script.write_text(text)
     result = run_python(f"import runpy, sys; sys.argv = [{name!r}, {str(tmp_path / 'logs')!r}]; "
                         f"runpy.run_path({str(script)!r}, run_name='__main__')")
     assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _run_script(tmp_path, name: str, text: str) -> dict:
+    """``_script_process``'s last stdout line, which is JSON."""
+    return json.loads(_script_process(tmp_path, name, text).stdout.strip().splitlines()[-1])
 
 
 def test_spans_steps_and_profile_record_names_sources_and_nesting(tmp_path):

@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from tests.integration.test_collectors import _lines_of, _run_script
+from tests.integration.test_collectors import _lines_of, _run_script, _script_process
 from tests.support.oracle import xprof_trace
-from tests.support.workers import SYNC_COUNTS, run_python
+from tests.support.workers import SYNC_COUNTS, run_cli
 from xlaprof.session import Session
 from xlaprof.xspace import vocabulary
 
@@ -195,11 +195,8 @@ IDLE_SCRIPT = textwrap.dedent('''
 
 
 def test_nothing_samples_while_no_capture_records_and_an_unreadable_sample_is_skipped(tmp_path):
+    result = _script_process(tmp_path, "idle.py", IDLE_SCRIPT)
     script = tmp_path / "idle.py"
-    script.write_text(IDLE_SCRIPT)
-    result = run_python(f"import runpy, sys; sys.argv = ['idle.py', {str(tmp_path / 'logs')!r}]; "
-                        f"runpy.run_path({str(script)!r}, run_name='__main__')")
-    assert result.returncode == 0, result.stderr[-2000:]
     run = json.loads(result.stdout.strip().splitlines()[-1])
     assert run["idle"] == {"threads": ["xlaprof-metrics", "xlaprof-stacks"], "switch": True}
     assert run["recording"] == {"threads": ["xlaprof-metrics", "xlaprof-stack MainThread", "xlaprof-stacks"],
@@ -209,3 +206,31 @@ def test_nothing_samples_while_no_capture_records_and_an_unreadable_sample_is_sk
     samples = samples_of(Session.load(run["path"]).workers[0].space.plane(vocabulary.HOST_PLANE))
     assert not any("unreadable" in s.stack for s in samples)
     assert any(s.stack.endswith(f"{script}:{_lines_of(IDLE_SCRIPT, 'def readable') + 1} readable") for s in samples)
+
+
+UNBUILT_SCRIPT = textwrap.dedent('''
+    import json, logging, sys
+    sys.modules["collectors._stack_watch"] = None  # as installed where no C compiler was
+    import torch, torch_xla, xlaprof
+    logging.basicConfig()
+    x = torch.randn(8, 8, device=torch_xla.device())
+    paths = []
+    for capture in range(2):
+        with xlaprof.profile(sys.argv[1]) as run:
+            for i in range(20):
+                (x * i).sum().item()
+        paths.append(run.path)
+    print(json.dumps({"paths": paths}))
+''')
+
+
+def test_a_worker_without_the_c_loop_captures_without_stacks_says_so_once_and_the_report_says_why(tmp_path):
+    result = _script_process(tmp_path, "unbuilt.py", UNBUILT_SCRIPT)
+    assert result.stderr.count("the stack sampler's C loop is not built") == 1
+    paths = json.loads(result.stdout.strip().splitlines()[-1])["paths"]
+    for path in paths:
+        assert samples_of(Session.load(path).workers[0].space.plane(vocabulary.HOST_PLANE)) == []
+    report = run_cli("analyze", "--json", paths[-1])
+    assert report.returncode == 0, report.stderr
+    (note,) = [n for n in json.loads(report.stdout)["notes"] if n.startswith("no Python stacks")]
+    assert "installed without a C compiler" in note

@@ -71,7 +71,22 @@ def test_reading_an_unchanged_stack_again_gives_the_same_stack():
 def test_a_reader_holds_no_frame():
     reader = StackReader()
     reader.read(sys._getframe())
-    assert not any(type(key).__name__ == "frame" for key in reader._keys)
+    assert all(isinstance(line, str) for line in reader._lines) and len(reader._lines) > 1
+
+
+def test_kept_frames_come_from_the_previous_read_and_only_the_changed_ones_are_formatted():
+    reader = StackReader()
+    whole = reader.read(sys._getframe())
+    depth = len(whole.text.split("\n"))
+    reader._lines[0] = "kept:1 outermost"  # what the previous read had: a kept frame is not formatted again
+    again, line = reader.read(sys._getframe(), changed=1, kept=depth - 1), here()
+    assert again.text.split("\n") == ["kept:1 outermost", *whole.text.split("\n")[1:-1],
+                                      f"{__file__}:{line} {sys._getframe().f_code.co_name}"]
+    assert again.label == f"test_stack_runs.py:{line} {sys._getframe().f_code.co_name}"
+    assert reader.read(sys._getframe(), changed=0, kept=depth) is again  # nothing changed: the same stack
+    # more kept frames than the previous read had: another previous read, so all is formatted
+    fresh = StackReader().read(sys._getframe(), changed=1, kept=depth - 1).text.split("\n")
+    assert fresh[:-1] == whole.text.split("\n")[:-1]
 
 
 def test_text_that_would_cut_the_profilers_metadata_is_replaced():

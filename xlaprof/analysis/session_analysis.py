@@ -45,7 +45,8 @@ from xlaprof.xspace.metrics import MetricsDelta, window_metrics
 
 HOST_RECORDED_SHARE = 0.5
 NO_STACKS_NOTE = ("no Python stacks in the capture of {workers} (a worker without xlaprof's stack sampler: "
-                  "xp.start_server, an older xlaprof, or stack_hz=0): lines come from spans only")
+                  "xp.start_server, an older xlaprof, one installed without a C compiler, or stack_hz=0): "
+                  "lines come from spans only")
 
 
 @dataclass

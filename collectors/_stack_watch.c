@@ -1,0 +1,306 @@
+/* The waiting half of the stack sampler (collectors/stack_sampler.py), in C so that a sample whose
+ * stack did not change costs the sampled thread almost nothing.
+ *
+ * Watcher(ident, native_id, period_s, late_s, max_backoff_s).wait(timeout_s) samples the thread
+ * `ident` (threading.get_ident(); `native_id` is threading.get_native_id()) until its Python stack
+ * changed, and returns the thread's innermost frame then, or once timeout_s has passed since the
+ * call; None when the thread has no Python frame any more (it ended). A sample:
+ * - sleeps, with the GIL released, a jittered period (0.5 to 1.5 times the current one);
+ * - reads the thread's CPU clock: a thread that did not run since the last sample has the same
+ *   stack, and the sample ends there, without the GIL (a thread blocked in a read, a sync or a
+ *   compile costs nothing more);
+ * - else takes the GIL and compares the stack with the one it returned last, frame by frame (code
+ *   object and line; a frame's line is computed only when its instruction moved).
+ * Getting the GIL more than late_s after a pause means the GIL or a core was busy: the period then
+ * doubles, up to max_backoff_s, until it comes promptly again. `samples` counts the samples,
+ * `compared` those that took the GIL. After a return, `depth` is the stack's number of frames and
+ * `kept` how many of its outermost frames (code and line) are those of the stack returned before:
+ * the caller formats only the `depth - kept` innermost ones.
+ *
+ * It reads frames only (public C API, the GIL held), never a tensor. Pure Python did the same per
+ * sample with a sleep, sys._current_frames() and a walk in bytecode: tens of microseconds with the
+ * GIL held, which a thread running Python paid at every sample.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <time.h>
+
+typedef struct { /* a stack, innermost frame first */
+    PyObject **codes;  /* strong references */
+    int *instructions; /* the frames' last instructions (moved on while their line stays) */
+    int *lines;
+    Py_ssize_t depth, capacity;
+} Frames;
+
+typedef struct {
+    PyObject_HEAD
+    unsigned long ident;
+    long native_id;   /* the thread's id in the kernel (threading.get_native_id()) */
+    long long cpu_ns; /* its CPU time when last read */
+    double period_s, late_s, max_backoff_s, sleep_s;
+    uint64_t rng;
+    unsigned long long samples, compared; /* samples taken so far, and those that took the GIL */
+    Frames last, next;                    /* the stack returned last; room for the next one */
+    Py_ssize_t depth, kept; /* of the stack returned last: frames, and outermost ones equal to the one before */
+} Watcher;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double uniform(Watcher *w) { /* xorshift64*: in [0, 1) */
+    w->rng ^= w->rng >> 12;
+    w->rng ^= w->rng << 25;
+    w->rng ^= w->rng >> 27;
+    return (double)((w->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+static void sleep_for(double seconds) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)seconds;
+    ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+    nanosleep(&ts, NULL);
+}
+
+static int last_instruction(PyFrameObject *frame) {
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLasti(frame);
+#else
+    return frame->f_lasti;
+#endif
+}
+
+static PyFrameObject *innermost_frame(unsigned long ident) { /* new reference, or NULL */
+    PyInterpreterState *interpreter = PyThreadState_GetInterpreter(PyThreadState_Get());
+    for (PyThreadState *t = PyInterpreterState_ThreadHead(interpreter); t != NULL; t = PyThreadState_Next(t)) {
+        if (t->thread_id == ident) {
+            return PyThreadState_GetFrame(t);
+        }
+    }
+    return NULL;
+}
+
+/* Whether the stack is the one returned last, line by line: a frame at another instruction of the
+ * same line is the same (its line is computed only when its instruction moved). */
+static int same_stack(Frames *last, PyFrameObject *top) {
+    Py_ssize_t i = 0;
+    PyFrameObject *frame = top;
+    Py_INCREF(frame);
+    while (frame != NULL) {
+        int same = 0;
+        if (i < last->depth) {
+            PyCodeObject *code = PyFrame_GetCode(frame);
+            int instruction = last_instruction(frame);
+            same = (PyObject *)code == last->codes[i] &&
+                   (instruction == last->instructions[i] || PyFrame_GetLineNumber(frame) == last->lines[i]);
+            if (same) {
+                last->instructions[i] = instruction;
+            }
+            Py_DECREF(code);
+        }
+        PyFrameObject *back = same ? PyFrame_GetBack(frame) : NULL;
+        Py_DECREF(frame);
+        frame = back;
+        if (!same) {
+            return 0;
+        }
+        i++;
+    }
+    return i == last->depth;
+}
+
+static void clear(Frames *frames) {
+    for (Py_ssize_t i = 0; i < frames->depth; i++) {
+        Py_DECREF(frames->codes[i]);
+    }
+    frames->depth = 0;
+}
+
+static void release(Frames *frames) {
+    clear(frames);
+    PyMem_Free(frames->codes);
+    PyMem_Free(frames->instructions);
+    PyMem_Free(frames->lines);
+}
+
+static int grow(Frames *frames) {
+    Py_ssize_t capacity = frames->capacity ? 2 * frames->capacity : 64;
+    PyObject **codes = PyMem_Realloc(frames->codes, capacity * sizeof(PyObject *));
+    if (codes != NULL) {
+        frames->codes = codes;
+    }
+    int *instructions = codes ? PyMem_Realloc(frames->instructions, capacity * sizeof(int)) : NULL;
+    if (instructions != NULL) {
+        frames->instructions = instructions;
+    }
+    int *lines = instructions ? PyMem_Realloc(frames->lines, capacity * sizeof(int)) : NULL;
+    if (lines == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    frames->lines = lines;
+    frames->capacity = capacity;
+    return 0;
+}
+
+static int read_frames(Frames *frames, PyFrameObject *top) {
+    clear(frames);
+    PyFrameObject *frame = top;
+    Py_INCREF(frame);
+    while (frame != NULL) {
+        if (frames->depth == frames->capacity && grow(frames) < 0) {
+            Py_DECREF(frame);
+            return -1;
+        }
+        frames->codes[frames->depth] = (PyObject *)PyFrame_GetCode(frame);
+        frames->instructions[frames->depth] = last_instruction(frame);
+        frames->lines[frames->depth] = PyFrame_GetLineNumber(frame);
+        frames->depth++;
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    return 0;
+}
+
+/* The stack `top` becomes the one returned last; `kept` counts its outermost frames (code and line)
+ * equal to those of the one before. */
+static int remember(Watcher *w, PyFrameObject *top) {
+    if (read_frames(&w->next, top) < 0) {
+        return -1;
+    }
+    Frames *old = &w->last, *new = &w->next;
+    Py_ssize_t kept = 0;
+    while (kept < old->depth && kept < new->depth &&
+           old->codes[old->depth - 1 - kept] == new->codes[new->depth - 1 - kept] &&
+           old->lines[old->depth - 1 - kept] == new->lines[new->depth - 1 - kept]) {
+        kept++;
+    }
+    clear(old);
+    Frames swap = *old;
+    *old = *new;
+    *new = swap;
+    w->depth = old->depth;
+    w->kept = kept;
+    return 0;
+}
+
+/* Whether the thread ran since the last call said so: its CPU clock moved (or cannot be read, as
+ * when it ended). A thread that did not run has the same stack, and needs no GIL to know it. The
+ * clock is read before the stack is compared, so a change after the comparison shows next time. */
+static int ran(Watcher *w) {
+    clockid_t clock = ((~(clockid_t)w->native_id) << 3) | 6; /* Linux: the thread's CPU clock (CPUCLOCK_SCHED) */
+    struct timespec ts;
+    long long cpu_ns = clock_gettime(clock, &ts) == 0 ? (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec : -1;
+    int moved = cpu_ns < 0 || cpu_ns != w->cpu_ns;
+    w->cpu_ns = cpu_ns;
+    return moved;
+}
+
+static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
+    double timeout_s = PyFloat_AsDouble(arg);
+    if (timeout_s == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double deadline = now_s() + timeout_s;
+    for (;;) {
+        double pause, asleep, woke;
+        Py_BEGIN_ALLOW_THREADS
+        do {
+            pause = w->sleep_s * (0.5 + uniform(w));
+            asleep = now_s();
+            sleep_for(pause);
+            woke = now_s();
+            w->samples++;
+        } while (woke < deadline && !ran(w));
+        Py_END_ALLOW_THREADS
+        w->compared++;
+        w->sleep_s = now_s() - asleep - pause > w->late_s ? Py_MIN(2 * w->sleep_s, w->max_backoff_s) : w->period_s;
+        PyFrameObject *top = innermost_frame(w->ident);
+        if (top == NULL) {
+            clear(&w->last);
+            Py_RETURN_NONE;
+        }
+        if (woke >= deadline || !same_stack(&w->last, top)) {
+            if (remember(w, top) < 0) {
+                Py_DECREF(top);
+                return NULL;
+            }
+            return (PyObject *)top;
+        }
+        Py_DECREF(top);
+    }
+}
+
+static int watcher_init(Watcher *w, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"ident", "native_id", "period_s", "late_s", "max_backoff_s", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "klddd", keywords, &w->ident, &w->native_id, &w->period_s,
+                                     &w->late_s, &w->max_backoff_s)) {
+        return -1;
+    }
+    if (!(w->period_s > 0 && w->period_s <= w->max_backoff_s && w->late_s >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "need 0 < period_s <= max_backoff_s and late_s >= 0");
+        return -1;
+    }
+    w->sleep_s = w->period_s;
+    w->cpu_ns = -1;
+    w->rng = ((uint64_t)w->ident ^ (uint64_t)(now_s() * 1e9)) | 1;
+    clear(&w->last);
+    return 0;
+}
+
+static void watcher_dealloc(Watcher *w) {
+    release(&w->last);
+    release(&w->next);
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static PyMethodDef watcher_methods[] = {
+    {"wait", (PyCFunction)watcher_wait, METH_O,
+     "wait(timeout_s): the thread's innermost frame once its stack changed or timeout_s passed; "
+     "None when the thread has no frame any more."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef watcher_members[] = {
+    {"samples", T_ULONGLONG, offsetof(Watcher, samples), READONLY, "samples taken so far"},
+    {"compared", T_ULONGLONG, offsetof(Watcher, compared), READONLY, "samples that took the GIL to compare the stack"},
+    {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
+    {"kept", T_PYSSIZET, offsetof(Watcher, kept), READONLY,
+     "outermost frames of the stack returned last equal (code and line) to those of the one before"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject WatcherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "collectors._stack_watch.Watcher",
+    .tp_doc = "Waits, the GIL released, for a thread's Python stack to change.",
+    .tp_basicsize = sizeof(Watcher),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)watcher_init,
+    .tp_dealloc = (destructor)watcher_dealloc,
+    .tp_methods = watcher_methods,
+    .tp_members = watcher_members,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_stack_watch", "Waits for a thread's Python stack to change (the stack sampler's loop).", -1,
+};
+
+PyMODINIT_FUNC PyInit__stack_watch(void) {
+    if (PyType_Ready(&WatcherType) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddObjectRef(m, "Watcher", (PyObject *)&WatcherType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

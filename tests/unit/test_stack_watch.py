@@ -1,0 +1,171 @@
+"""The stack sampler's C loop (collectors/_stack_watch.c) on real threads."""
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import time
+import weakref
+
+import pytest
+
+from collectors._stack_watch import Watcher
+from collectors.stack_runs import StackReader
+
+PERIOD_S = 0.001
+
+
+def watcher_of(thread: threading.Thread) -> Watcher:
+    return Watcher(thread.ident, thread.native_id, PERIOD_S, 0.0005, 0.008)
+
+
+class Parked:
+    """A thread that waits in ``first`` until told, then in ``second`` until told, then ends."""
+
+    def __init__(self) -> None:
+        self.go_on, self.in_second, self.end = threading.Event(), threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self.first, daemon=True)
+        self.thread.start()
+
+    def first(self) -> None:
+        self.go_on.wait()
+        self.second()
+
+    def second(self) -> None:
+        self.in_second.set()
+        self.end.wait()
+
+    def finish(self) -> None:
+        self.go_on.set()
+        self.end.set()
+        self.thread.join()
+
+
+def code_names(frame) -> list[str]:
+    names = []
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return names
+
+
+def test_the_first_wait_returns_the_current_stack_then_a_wait_returns_once_it_changes():
+    parked = Parked()
+    try:
+        watcher = watcher_of(parked.thread)
+        first = watcher.wait(5.0)
+        assert "first" in code_names(first) and "second" not in code_names(first)
+        del first
+        threading.Timer(0.2, parked.go_on.set).start()
+        started = time.monotonic()
+        changed = watcher.wait(5.0)
+        waited = time.monotonic() - started
+        assert "second" in code_names(changed)
+        assert 0.15 < waited < 2.0  # it waited for the change, not for the timeout
+    finally:
+        parked.finish()
+
+
+def test_an_unchanged_stack_is_returned_at_the_timeout_having_sampled_all_along():
+    parked = Parked()
+    try:
+        watcher = watcher_of(parked.thread)
+        watcher.wait(1.0)
+        samples = watcher.samples
+        started = time.monotonic()
+        frame = watcher.wait(0.1)
+        assert time.monotonic() - started >= 0.1
+        assert "first" in code_names(frame) and "second" not in code_names(frame)
+        assert watcher.samples - samples >= 20  # about 100 at 1 kHz; a busy machine backs off to 8 ms
+    finally:
+        parked.finish()
+
+
+def test_the_kept_frames_it_reports_let_a_reader_format_only_the_changed_ones():
+    parked = Parked()
+    try:
+        watcher, reader = watcher_of(parked.thread), StackReader()
+        first = watcher.wait(5.0)
+        assert watcher.kept == 0 and watcher.depth == len(code_names(first))
+        assert reader.read(first, watcher.depth - watcher.kept, watcher.kept).text == StackReader().read(first).text
+        del first
+        threading.Timer(0.1, parked.go_on.set).start()
+        changed = watcher.wait(5.0)
+        # the frames above Parked.first stayed; first moved to the line calling second
+        assert 0 < watcher.kept < watcher.depth == len(code_names(changed))
+        stack = reader.read(changed, watcher.depth - watcher.kept, watcher.kept)
+        assert stack.text == StackReader().read(changed).text
+    finally:
+        parked.finish()
+
+
+def test_a_thread_that_ended_gives_none():
+    parked = Parked()
+    watcher = watcher_of(parked.thread)
+    assert watcher.wait(1.0) is not None
+    parked.finish()
+    assert watcher.wait(1.0) is None
+
+
+def test_the_watcher_keeps_no_frame_alive():
+    """It holds code objects between waits, never a frame: a local of a function the thread has
+    left is freed while the watcher lives."""
+    ready, leave, done = threading.Event(), threading.Event(), threading.Event()
+
+    class Local:
+        pass
+
+    refs = []
+
+    def holds_a_local():
+        local = Local()
+        refs.append(weakref.ref(local))
+        ready.set()
+        leave.wait()
+
+    def body():
+        holds_a_local()
+        done.wait()
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    ready.wait()
+    watcher = watcher_of(thread)
+    frame = watcher.wait(1.0)
+    assert "holds_a_local" in code_names(frame)
+    del frame
+    leave.set()
+    assert "holds_a_local" not in code_names(watcher.wait(1.0))
+    gc.collect()
+    assert refs[0]() is None
+    done.set()
+    thread.join()
+
+
+@pytest.mark.parametrize("arguments", [(1, 1, 0.0, 0.0005, 0.008), (1, 1, 0.01, 0.0005, 0.008),
+                                       (1, 1, 0.001, -1.0, 0.008)])
+def test_a_period_out_of_range_is_refused(arguments):
+    with pytest.raises(ValueError, match="period_s"):
+        Watcher(*arguments)
+
+
+def test_a_thread_that_does_not_run_is_sampled_without_the_gil():
+    """While this thread holds the GIL for 0.3 s, the watcher of a parked thread goes on sampling
+    (a sample that needed the GIL would wait for it, one at most)."""
+    parked = Parked()
+    watcher = watcher_of(parked.thread)
+    watching = threading.Thread(target=lambda: [watcher.wait(5.0) for _ in range(2)], daemon=True)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(10.0)  # the GIL stays with this thread while it runs Python
+    try:
+        watching.start()
+        time.sleep(0.05)  # the watcher took its first sample and waits for the next change
+        before, until = watcher.samples, time.monotonic() + 0.3
+        while time.monotonic() < until:
+            pass
+        held = watcher.samples - before
+    finally:
+        sys.setswitchinterval(switch)
+        parked.finish()
+        watching.join()
+    assert held >= 30  # about 300 at 1 kHz
