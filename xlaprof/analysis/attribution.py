@@ -15,7 +15,8 @@ add up to its idle time. The rules:
    microseconds go to ``transfer_from_device``; the rest of the gap follows rule 1.
 3. Each piece names the innermost user span active on the host where its cause happened: the
    span around the compile or transfer event, or for tracing and unattributed time the span
-   open on that thread (the training loop's thread) when the piece starts.
+   open on that thread (the training loop's thread) at the piece's middle, where rule 4 reads
+   its stack too (so a piece's span and line name the same moment).
 4. Each piece names the Python stack of the thread doing that host work (where the worker's
    sampler recorded stacks): for a compile or transfer, what the sampler first saw during that
    event (for a read, the whole reading call); for tracing, at the piece's middle on the tracing
@@ -175,8 +176,8 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
             missing = j < 0
             j[missing] = read_of_gap[gap[pick[missing]]]  # rule 2: idle time charged past the read's end
         pick, j = pick[j >= 0], j[j >= 0]
-        # The span around the causing event; for tracing, the span open at this moment.
-        at = start[pick] if code == CODE[Cause.HOST_TRACING] else events.start[j]
+        # The span around the causing event; for tracing, the span open at the moment its stack is read.
+        at = when[pick] if code == CODE[Cause.HOST_TRACING] else events.start[j]
         if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
             at = events.end[j] - READ_SPAN_BEFORE_END_US
         span[pick] = host.spans_at(events.line[j].astype(np.int64), at)
@@ -185,5 +186,5 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
         if code != CODE[Cause.HOST_TRACING]:
             when[pick], until[pick] = events.start[j], events.end[j]
     rest = np.flatnonzero(~named)
-    span[rest] = host.spans_at(np.full(rest.size, -1, np.int64), start[rest])
+    span[rest] = host.spans_at(np.full(rest.size, -1, np.int64), when[rest])
     return span, line, when, until
