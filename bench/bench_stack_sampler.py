@@ -14,8 +14,9 @@ each comparison as the median over the rounds of the ratio of the two conditions
 percentile-bootstrap 95% confidence interval over the rounds (pairing the blocks of a round cancels
 drift across a run and a process that is faster or slower throughout). It also reports what
 the samples add to the capture (bytes per second of capture: the size of the emitter lines in the
-capture file), the samples per second the main thread actually got and how many of them read its
-stack in Python (the stack had changed), and the CPU the emitter threads used. ``--runs N``
+capture file), the samples per second the main thread actually got, how many of them took the GIL
+(the thread had run since the last one) and how many read its stack in Python (the stack had
+changed), and the CPU the emitter threads used. ``--runs N``
 repeats each workload in N fresh processes (their rounds pooled). Run from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 3] [--hz 1000] [--switch-interval-ms 5] [--backoff-ms 1]
@@ -102,16 +103,18 @@ def sampler_cpu_s() -> float:
 
 
 class _CountingWatcher:
-    """The sampler's C loop, counting the main thread's samples and its stack reads (the samples
-    whose stack changed, or every refresh): the bench's view of the achieved rate."""
+    """The sampler's C loop, counting the main thread's samples, those that took the GIL (the
+    thread had run) and its stack reads (the stack changed, or a refresh): the bench's view of the
+    achieved rate."""
 
     main_samples = 0
+    main_compared = 0
     main_reads = 0
 
     def __init__(self, watcher_class, ident: int, *args) -> None:
         self._watcher = watcher_class(ident, *args)
         self._main = ident == threading.main_thread().ident
-        self._counted = 0
+        self._counted = self._compared = 0
 
     def __getattr__(self, name: str):  # depth, kept: as the watcher has them
         return getattr(self._watcher, name)
@@ -120,8 +123,9 @@ class _CountingWatcher:
         frame = self._watcher.wait(timeout_s)
         if self._main:
             _CountingWatcher.main_samples += self._watcher.samples - self._counted
+            _CountingWatcher.main_compared += self._watcher.compared - self._compared
             _CountingWatcher.main_reads += 1
-            self._counted = self._watcher.samples
+            self._counted, self._compared = self._watcher.samples, self._watcher.compared
         return frame
 
 
@@ -139,14 +143,15 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
     for i in range(10):  # compiles, caches
         step(i)
     step_s, cpu_s = {c: [] for c in CONDITIONS}, {c: [] for c in CONDITIONS}
-    bytes_per_s, main_rate, read_rate, sampler_cpu = [], [], [], []
+    bytes_per_s, main_rate, compare_rate, read_rate, sampler_cpu = [], [], [], [], []
     n = 10
     with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as logdir:
         for block in range(blocks):
             for k in range(len(CONDITIONS)):
                 condition = CONDITIONS[(block + k) % len(CONDITIONS)]
                 times, cpu = [], []
-                counted, read = _CountingWatcher.main_samples, _CountingWatcher.main_reads
+                counted, compared, read = (_CountingWatcher.main_samples, _CountingWatcher.main_compared,
+                                           _CountingWatcher.main_reads)
                 with _condition(condition, logdir, hz) as run:
                     started = time.perf_counter()
                     for _ in range(steps):
@@ -164,11 +169,12 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
                     (path,) = glob.glob(os.path.join(run.path, "*.xplane.pb"))
                     bytes_per_s.append(sample_bytes(path) / recorded_s)
                     main_rate.append((_CountingWatcher.main_samples - counted) / recorded_s)
+                    compare_rate.append((_CountingWatcher.main_compared - compared) / recorded_s)
                     read_rate.append((_CountingWatcher.main_reads - read) / recorded_s)
     return {"step_ms": {c: [x * 1e3 for x in v] for c, v in step_s.items()},
             "cpu_ms": {c: [x * 1e3 for x in v] for c, v in cpu_s.items()},
             "bytes_per_s": statistics.median(bytes_per_s), "main_samples_per_s": statistics.median(main_rate),
-            "main_reads_per_s": statistics.median(read_rate),
+            "main_compared_per_s": statistics.median(compare_rate), "main_reads_per_s": statistics.median(read_rate),
             "sampler_cpu": statistics.median(sampler_cpu)}
 
 
@@ -243,7 +249,8 @@ def main() -> None:
             print(f"  {label}: step time {_change(_paired_ratios(runs, 'step_ms', before, after))}, "
                   f"main thread CPU {_change(_paired_ratios(runs, 'cpu_ms', before, after))}")
         print(f"  samples add {statistics.median(r['bytes_per_s'] for r in runs) / 1e3:.1f} kB per second of capture; "
-              f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s, "
+              f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s "
+              f"({statistics.median(r['main_compared_per_s'] for r in runs):.0f} took the GIL), "
               f"its stack read {statistics.median(r['main_reads_per_s'] for r in runs):.0f} times/s; "
               f"the sampler's threads used {100 * statistics.median(r['sampler_cpu'] for r in runs):.1f}% of a core")
 

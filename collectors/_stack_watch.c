@@ -226,11 +226,15 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
             clear(&w->last);
             Py_RETURN_NONE;
         }
-        if (woke >= deadline || !same_stack(&w->last, top)) {
+        if (!same_stack(&w->last, top)) {
             if (remember(w, top) < 0) {
                 Py_DECREF(top);
                 return NULL;
             }
+            return (PyObject *)top;
+        }
+        if (woke >= deadline) { /* the same stack: every frame kept, nothing read again */
+            w->kept = w->depth;
             return (PyObject *)top;
         }
         Py_DECREF(top);

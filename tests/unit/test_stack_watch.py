@@ -76,6 +76,7 @@ def test_an_unchanged_stack_is_returned_at_the_timeout_having_sampled_all_along(
         frame = watcher.wait(0.1)
         assert time.monotonic() - started >= 0.1
         assert "first" in code_names(frame) and "second" not in code_names(frame)
+        assert watcher.kept == watcher.depth == len(code_names(frame))  # nothing to format again
         assert watcher.samples - samples >= 20  # about 100 at 1 kHz; a busy machine backs off to 8 ms
     finally:
         parked.finish()
