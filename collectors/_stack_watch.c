@@ -13,7 +13,9 @@
  *   object and line; a frame's line is computed only when its instruction moved).
  * Getting the GIL more than late_s after a pause means the GIL or a core was busy: the period then
  * doubles, up to max_backoff_s, until it comes promptly again. `samples` counts the samples,
- * `compared` those that took the GIL. After a return, `depth` is the stack's number of frames and
+ * `compared` those that took the GIL. `cpu_ns` is the thread's CPU time (ns, -1 where it cannot be
+ * read) as of the last sample: the caller tells the time the thread ran Python from the time it was
+ * blocked (in a sleep, a queue, a read). After a return, `depth` is the stack's number of frames and
  * `kept` how many of its outermost frames (code and line) are those of the stack returned before:
  * the caller formats only the `depth - kept` innermost ones.
  *
@@ -274,6 +276,8 @@ static PyMethodDef watcher_methods[] = {
 static PyMemberDef watcher_members[] = {
     {"samples", T_ULONGLONG, offsetof(Watcher, samples), READONLY, "samples taken so far"},
     {"compared", T_ULONGLONG, offsetof(Watcher, compared), READONLY, "samples that took the GIL to compare the stack"},
+    {"cpu_ns", T_LONGLONG, offsetof(Watcher, cpu_ns), READONLY,
+     "the thread's CPU time (ns) as of the last sample, -1 where it cannot be read"},
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
     {"kept", T_PYSSIZET, offsetof(Watcher, kept), READONLY,
      "outermost frames of the stack returned last equal (code and line) to those of the one before"},

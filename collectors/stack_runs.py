@@ -14,10 +14,13 @@ Contract:
 - Text is TraceMe-safe (``safe_text``): characters at which the profiler's
   "name#key=value,...#" metadata encoding cuts a value (``, # ' "``, and brackets left open)
   become "?".
-- ``RunWriter(open_event, max_event_s)`` turns a thread's samples ``(time_s, Stack)`` into runs:
+- ``RunWriter(open_event, max_event_s)`` turns a thread's samples ``(time_s, Stack, cpu_ns)`` into runs:
   ``open_event(stack)`` opens an event at the first sample of a stack; the event closes
   (``event.__exit__``, as a TraceMe does) at the first sample of another stack, at ``close()``, or once it is
   ``max_event_s`` old, when it is reopened at once with the same stack. Events never overlap.
+  ``cpu_ns`` is the sampled thread's CPU time at the sample (-1 where unknown): an event closes with
+  the CPU time its thread used during the run (``event.set_metadata(py_cpu_us=...)``), which tells a
+  thread running Python from one blocked on that line (a sleep, a queue, a read).
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
+
+from xlaprof.xspace.vocabulary import PY_CPU_STAT
 
 _UNSAFE = str.maketrans({c: "?" for c in ",#'\""})
 _OPENER_OF = {")": "(", "]": "[", "}": "{"}
@@ -101,6 +106,8 @@ class StackReader:
 
 
 class Event(Protocol):  # what the profiler's TraceMe is: an event open from its creation
+    def set_metadata(self, **stats) -> None: ...
+
     def __exit__(self, exc_type, exc, tb) -> None: ...
 
 
@@ -113,16 +120,24 @@ class RunWriter:
         self._event: Event | None = None
         self._stack: Stack | None = None
         self._opened_s = 0.0
+        self._opened_cpu_ns = self._cpu_ns = -1
 
-    def sample(self, now_s: float, stack: Stack) -> None:
+    def sample(self, now_s: float, stack: Stack, cpu_ns: int = -1) -> None:
         if self._event is not None:
             if stack is self._stack and now_s - self._opened_s < self._max_event_s:
+                self._cpu_ns = cpu_ns
                 return
-            self.close()
+            self.close(cpu_ns)
         self._event = self._open_event(stack)
         self._stack, self._opened_s = stack, now_s
+        self._opened_cpu_ns = self._cpu_ns = cpu_ns
 
-    def close(self) -> None:
+    def close(self, cpu_ns: int | None = None) -> None:
+        """Close the open event; ``cpu_ns``: the thread's CPU time now (default: at the last sample)."""
         event, self._event, self._stack = self._event, None, None
-        if event is not None:
-            event.__exit__(None, None, None)
+        if event is None:
+            return
+        end_ns = self._cpu_ns if cpu_ns is None else cpu_ns
+        if self._opened_cpu_ns >= 0 and end_ns >= self._opened_cpu_ns:
+            event.set_metadata(**{PY_CPU_STAT: round((end_ns - self._opened_cpu_ns) / 1000)})
+        event.__exit__(None, None, None)

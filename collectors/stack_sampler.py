@@ -11,9 +11,10 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   (``collectors/_stack_watch.c``): a sample of a thread that did not run costs it nothing, one
   whose stack did not change (same code objects at the same lines) a GIL hand-off and no Python;
   the stack is read in Python (only its changed frames formatted) when it changed, or every
-  ``REFRESH_S``. It records one TraceMe event
-  per run of identical stacks (``stack_runs``), named after the innermost frame, with the stats
-  py_thread (the host line id of the sampled thread), py_thread_name and py_stack. It ends,
+  ``REFRESH_S``. It records one TraceMe event per run of identical stacks (``stack_runs``), named
+  after the innermost frame, with the stats py_thread (the host line id of the sampled thread),
+  py_thread_name and py_stack, and, as it closes, py_cpu_us: the CPU time the thread used during the
+  run (running Python, or blocked on the run's line). It ends,
   closing its open event, when its thread ends, when recording stops, or at ``flush()`` (within
   ``REFRESH_S``).
 - A sample that fails is skipped and logged once per process; an emitter never raises. Where the C
@@ -157,7 +158,7 @@ class _Emitter(threading.Thread):
                 _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
                 reader = StackReader()
             else:
-                writer.sample(time.perf_counter(), stack)
+                writer.sample(time.perf_counter(), stack, watcher.cpu_ns)
             del frame
 
 

@@ -24,6 +24,7 @@ COLORS = {
     "transfer_from_device": "#e4572e",
     "transfer_to_device": "#2f80ed",
     "host_tracing": "#f2b134",
+    "host_blocked": "#9c6b30",
     "unattributed": "#a0a4a8",
     "span": "#7aa6b8",
 }
@@ -33,6 +34,7 @@ LABELS = {
     "transfer_from_device": "TransferFromDevice (blocking read)",
     "transfer_to_device": "TransferToDevice",
     "host_tracing": "host Python / tracing",
+    "host_blocked": "host blocked (sleep, queue, I/O)",
     "unattributed": "unattributed",
     "span": "user span",
 }

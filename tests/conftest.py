@@ -35,6 +35,18 @@ def capture_worker(logdir: str, name: str, *args: str, module: str, debug_file: 
         worker.stop()
 
 
+def capture_arms(logdir: str, arms: dict[str, list[str]], module: str) -> dict[str, tuple[str, object]]:
+    """``capture_worker`` for each arm (name -> the workload's arguments): its session dir and analysis."""
+    from xlaprof.analysis import analyze
+    from xlaprof.session import Session
+
+    captured = {}
+    for arm, args in arms.items():
+        session = capture_worker(logdir, arm, *args, module=module)
+        captured[arm] = session, analyze(Session.load(session))
+    return captured
+
+
 @pytest.fixture(scope="session")
 def live_worker(tmp_path_factory):
     # A new shape every step and a small model (short steps, quick compiles, even on a busy machine):

@@ -5,7 +5,11 @@ Contract: ``is_framework_file(path)`` is true for files of torch, torch_xla, fun
 ``<string>``), and of xlaprof's instrumentation in ``collectors/`` (the span and sampler code a
 stack passes through). The user's own code and third-party libraries (diffusers, transformers) are
 not framework: a line there is one the user can act on, at the line itself or at its call. Decided
-by the path alone, so it works on a machine other than the worker's.
+by the path alone, so it works on a machine other than the worker's. ``is_torch_file(path)``: a
+file of torch, torch_xla, functorch or torchgen (not the standard library): a thread blocked there
+waits on the runtime's own work (the autograd engine's thread, the device), not on the user's I/O.
+``is_library_file(path)``: a file of an installed third-party package (site-packages, dist-packages),
+such as diffusers or transformers: the user fixes what happens there at their own call into it.
 """
 from __future__ import annotations
 
@@ -17,15 +21,25 @@ FRAMEWORK_PACKAGES = frozenset({"torch", "torch_xla", "functorch", "torchgen"})
 INSTRUMENTATION_FILES = frozenset({"spans.py", "stack_sampler.py", "metrics_sampler.py", "inprocess.py", "server.py"})
 _STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!.*site-packages|.*dist-packages)")
 _SEPARATOR = re.compile(r"[/\\]")
+_LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]")
 
 
 @lru_cache(maxsize=8192)
 def is_framework_file(path: str) -> bool:
     if not path or path.startswith("<"):
         return True
-    parts = _SEPARATOR.split(path)
-    if any(p in FRAMEWORK_PACKAGES for p in parts[:-1]):
+    if is_torch_file(path):
         return True
+    parts = _SEPARATOR.split(path)
     if len(parts) >= 2 and parts[-2] == "collectors" and parts[-1] in INSTRUMENTATION_FILES:
         return True
     return bool(_STDLIB.search(path))
+
+
+@lru_cache(maxsize=8192)
+def is_torch_file(path: str) -> bool:
+    return any(p in FRAMEWORK_PACKAGES for p in _SEPARATOR.split(path)[:-1])
+
+
+def is_library_file(path: str) -> bool:
+    return bool(_LIBRARY.search(path)) and not is_framework_file(path)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.torch_xla
 
 CONTRACT_KEYS = {"session", "workers", "window_us", "device_busy_us", "device_idle_us", "idle_by_cause_us",
                  "compiles", "transfers_from_device", "gaps", "findings"}
-CAUSES = {"transfer_from_device", "compile", "host_tracing", "transfer_to_device", "unattributed"}
+CAUSES = {"transfer_from_device", "compile", "host_tracing", "host_blocked", "transfer_to_device", "unattributed"}
 
 
 def _tree(path: str) -> dict[str, tuple[int, float]]:

@@ -12,12 +12,12 @@ import inspect
 import numpy as np
 import pytest
 
-from tests.conftest import capture_worker
-from tests.support.workloads import tiny_scheduler
-from xlaprof.analysis import analyze
+from tests.conftest import capture_arms
+from tests.support.oracle import transfers_in_capture
+from tests.support.workers import source_line
+from tests.support.workloads import diffusers_worker, tiny_scheduler
 from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
 from xlaprof.report import analysis_json
-from xlaprof.session import Session
 
 pytestmark = pytest.mark.torch_xla
 
@@ -44,12 +44,8 @@ READ_LINE = _line_of(tiny_scheduler.TinyScheduler.index_for_timestep, ".nonzero(
 
 @pytest.fixture(scope="module")
 def stacks_reports(tmp_path_factory) -> dict[str, tuple[dict, object]]:
-    logdir = str(tmp_path_factory.mktemp("stacks"))
-    reports = {}
-    for variant, args in VARIANTS.items():
-        session = capture_worker(logdir, variant, *args, module=DENOISE)
-        analysis = analyze(Session.load(session))
-        reports[variant] = (analysis_json(analysis), analysis)
+    captured = capture_arms(str(tmp_path_factory.mktemp("stacks")), VARIANTS, DENOISE)
+    reports = {variant: (analysis_json(analysis), analysis) for variant, (_, analysis) in captured.items()}
     return reports
 
 
@@ -122,19 +118,34 @@ def _worker_line(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def diffusers_report(tmp_path_factory) -> dict:
-    session = capture_worker(str(tmp_path_factory.mktemp("diffusers")), "dpm", module=DIFFUSERS)
-    return analysis_json(analyze(Session.load(session)))
+def diffusers_reports(tmp_path_factory) -> dict[str, tuple[str, dict]]:
+    arms = {"dpm": [], "unet_only": ["--unet-only"]}  # the A/B arm: the UNet alone, without the scheduler
+    captured = capture_arms(str(tmp_path_factory.mktemp("diffusers")), arms, DIFFUSERS)
+    return {arm: (session, analysis_json(analysis)) for arm, (session, analysis) in captured.items()}
 
 
-def test_reads_deep_inside_diffusers_are_named_at_the_scheduler_line(diffusers_report):
-    rows = [row for row in diffusers_report["idle_by_line"] if row["cause"] == "transfer_from_device"]
-    in_scheduler = [row for row in rows if row["source"].split(":")[0].endswith(DPM_SOLVER)]
-    assert in_scheduler, [row["source"] for row in rows]
-    lookup = in_scheduler[0]
+def test_reads_deep_inside_diffusers_are_one_finding_at_the_users_call(diffusers_reports):
+    _, report = diffusers_reports["dpm"]
+    rows = [row for row in report["idle_by_line"] if row["cause"] == "transfer_from_device"]
+    assert rows and all(row["source"].split(":")[0].endswith(DPM_SOLVER) for row in rows), \
+        [row["source"] for row in rows]  # every read at the scheduler's lines, none at the UNet's
+    lookup = rows[0]
     assert lookup["code"] and ("nonzero" in lookup["code"] or ".item()" in lookup["code"])
     assert any("diffusers_worker.py" in frame and "sample" in frame for frame in lookup["stack"])
-    assert "diffusers_worker.py:" in lookup["called_from"]  # the user's call, past the library's own frames
-    read = next(f for f in diffusers_report["findings"]
-                if f["kind"] == "transfer_from_device" and f["source"].split(":")[0].endswith(DPM_SOLVER))
-    assert read["advice"] in (ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY)
+    # The scheduler's reads are one finding at the user's call, its lines inside, ranked by their sum.
+    call = f"{diffusers_worker.__file__}:{source_line(diffusers_worker, '# USER CALL: scheduler.step')}"
+    reads = [f for f in report["findings"] if f["kind"] == "transfer_from_device"]
+    assert [f["source"] for f in reads] == [call], [f["source"] for f in reads]
+    inside = reads[0]["inside"]
+    assert {line["source"] for line in inside} == {row["source"] for row in rows}
+    assert reads[0]["count"] == sum(line["pieces"] for line in inside) == report["transfers_from_device"]["count"]
+    assert reads[0]["lost_us"] == pytest.approx(report["idle_by_cause_us"]["transfer_from_device"])
+    assert reads[0]["advice"] in (ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY)
+
+
+def test_diffusers_host_work_is_named_and_the_unet_reads_nothing(diffusers_reports):
+    _, report = diffusers_reports["dpm"]
+    assert report["idle_by_cause_us"]["unattributed"] <= 0.05 * report["device_idle_us"], report["idle_by_cause_us"]
+    session, unet_only = diffusers_reports["unet_only"]
+    # The A/B arm: without the scheduler no read happens (xprof's count), and none is reported.
+    assert transfers_in_capture(session) == 0 and unet_only["transfers_from_device"]["count"] == 0

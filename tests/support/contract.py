@@ -11,7 +11,7 @@ MAP_KEYS = frozenset({"by_span", "by_graph_hash", "recompiled_spans", "trigger_b
                       "per_worker", "wall_us", "start_unix_ns", "delta", "last", "fallbacks", "facts", "sizes",
                       "buckets", "by_source"})
 
-_CAUSES = ("compile", "host_tracing", "transfer_from_device", "transfer_to_device", "unattributed")
+_CAUSES = ("compile", "host_blocked", "host_tracing", "transfer_from_device", "transfer_to_device", "unattributed")
 _STEP = ("busy_us", "name", "start_us", "step", "wall_us")
 CONTRACT_KEYS = frozenset(
     ["session", "window_us", "device_busy_us", "device_idle_us", "errors", "event_count", "gaps_total"]

@@ -1,5 +1,6 @@
 """Oracles from xprof: per-name event counts (the reader's), and per-op device time (the op profile's).
 
+``transfers_in_capture(session)`` is xprof's count of the TransferFromDevice events in a one-worker session.
 ``xprof_event_counts(path)`` converts a capture with xprof (``xspace_to_tool_data(..., "trace_viewer")``)
 and ``xlaprof_event_counts(path)`` reads it with ``xlaprof.reader``; both return a ``Counter`` of
 ``(plane, line, name, phase)``, where phase is ``"X"`` for complete events and ``"i"`` for instants.
@@ -38,6 +39,7 @@ from collections import Counter
 from contextlib import contextmanager
 
 from xlaprof.session import Session
+from xlaprof.xspace.vocabulary import TRANSFER_FROM_DEVICE
 from xlaprof.xspace import vocabulary
 
 STEPS_LINE = "<steps>"
@@ -126,3 +128,9 @@ def xprof_op_totals(path: str) -> Counter[str]:
         if e.get("ph") == "X" and "hlo_op" in e.get("args", {}):
             totals[e["args"]["hlo_op"]] += e["dur"]
     return totals
+
+
+def transfers_in_capture(session: str) -> int:
+    """xprof's count of the TransferFromDevice events in a one-worker session's capture."""
+    path = Session.load(session).workers[0].path
+    return sum(n for (_, _, name, _), n in xprof_event_counts(path).items() if name in TRANSFER_FROM_DEVICE)

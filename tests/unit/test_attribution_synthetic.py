@@ -20,7 +20,7 @@ from xlaprof.session import Session
 STEP, FWD, LOG = "train.py:10", "train.py:20", "train.py:30"
 TTD = "PjRtComputationClient::TransferToDevice"
 TFD = "PjRtComputationClient::TransferFromDevice"
-CAUSES = ("unattributed", "host_tracing", "transfer_to_device", "transfer_from_device", "compile")
+CAUSES = ("unattributed", "host_blocked", "host_tracing", "transfer_to_device", "transfer_from_device", "compile")
 
 
 def causes(**us: float) -> dict[str, float]:

@@ -25,7 +25,7 @@ def test_the_compare_view_agrees_with_the_diff(diff):
     view, data = compare_view(diff), diff_json(diff)
     assert view.verdict == data["verdict"] and (view.before, view.after) == (diff.before.session.path,
                                                                              diff.after.session.path)
-    assert view.causes == ["busy", "unattributed", "host_tracing", "transfer_to_device", "transfer_from_device",
+    assert view.causes == ["busy", "unattributed", "host_blocked", "host_tracing", "transfer_to_device", "transfer_from_device",
                            "compile"]
     read = view.causes.index("transfer_from_device")
     assert view.before_ms[read] == pytest.approx(diff.idle_by_cause_us["transfer_from_device"].before / 1000)

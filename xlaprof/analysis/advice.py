@@ -18,6 +18,7 @@ import re
 from enum import Enum
 
 from xlaprof.analysis.attribution import Cause
+from xlaprof.framework_files import is_library_file
 
 
 class FindingKind(str, Enum):
@@ -26,6 +27,7 @@ class FindingKind(str, Enum):
     RECOMPILATION = "recompilation"
     TRANSFER_TO_DEVICE = Cause.TRANSFER_TO_DEVICE.value
     HOST_TRACING = Cause.HOST_TRACING.value
+    HOST_BLOCKED = Cause.HOST_BLOCKED.value
     UNATTRIBUTED = Cause.UNATTRIBUTED.value
     CAPTURE_EDGE = "capture_edge"
     CPU_FALLBACK = "cpu_fallback"
@@ -63,12 +65,21 @@ ADVICE = {
         "torch_xla.distributed.parallel_loader.MpDeviceLoader to prefetch batches to the device "
         "in the background."),
     FindingKind.HOST_TRACING: (
-        "The device waits while the host runs this span's Python and traces the graph. Move work "
-        "that does not need the device out of the step (preprocessing, logging), avoid syncs inside "
-        "the step so tracing overlaps execution, or trace once with torch_xla.compile."),
+        "The device waits while the host runs this Python (the model's forward and backward, the "
+        "optimizer, the loop's own code) and traces the graph. Move work that does not need the device "
+        "out of the step (preprocessing, logging), avoid syncs inside the step so tracing overlaps "
+        "execution, or trace once with torch_xla.compile."),
+    FindingKind.HOST_BLOCKED: (
+        "The training loop waited here, blocked outside torch_xla (a sleep, a queue or DataLoader get, "
+        "file or socket I/O, a lock), while the device had nothing to run. Prepare batches ahead of the "
+        "step: a torch.utils.data.DataLoader with num_workers > 0, wrapped in torch_xla's "
+        "MpDeviceLoader, loads and copies them to the device in the background; move other waits out "
+        "of the step loop."),
     FindingKind.UNATTRIBUTED: (
-        "The device is idle while the host shows no recorded activity (data loading, sleeping, "
-        "untraced Python). Wrap the suspects in xlaprof.trace(...) to see them in the next capture."),
+        "The device is idle while the host shows no recorded activity and no sampled Python stack "
+        "(a worker started without xlaprof.start_server has no stacks; a thread the sampler missed). "
+        "Serve with xlaprof.start_server, or wrap the suspects in xlaprof.trace(...), to see them in "
+        "the next capture."),
     FindingKind.CAPTURE_EDGE: (
         "Host events that started before the capture or ended after it (a long compile, say) are "
         "not recorded. Capture a longer window, or start it while the workload is in steady state."),
@@ -96,7 +107,6 @@ ADVICE_SMALL_TRANSFERS = (
     "Python scalars turned into tensors), not input batches: create them once on the device outside the "
     "loop, or keep them as device tensors between steps.")
 
-_LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]")
 _DATA_DEPENDENT = re.compile(r"\b(nonzero|masked_select|unique|argwhere)\b|\[[^\]]*(==|!=|<|>)[^\]]*\]")
 _CLOSURE = re.compile(r"step_closure")
 _PREFETCHING = re.compile(r"parallel_loader|MpDeviceLoader")
@@ -110,7 +120,7 @@ def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None) -> s
             return ADVICE_CLOSURE
         if code and _DATA_DEPENDENT.search(code):
             return ADVICE_DATA_DEPENDENT
-        if _LIBRARY.search(source):
+        if is_library_file(source.rpartition(" ")[0] or source):
             return ADVICE_READ_IN_LIBRARY
     if kind is FindingKind.TRANSFER_TO_DEVICE and (
             any(_PREFETCHING.search(frame) for frame in stack) or (code and _HOST_TENSOR.search(code))):

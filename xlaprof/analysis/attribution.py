@@ -5,9 +5,13 @@ into ``GapPieces``, contiguous pieces each with exactly one ``Cause``; the piece
 add up to its idle time. The rules:
 
 1. What the host is doing decides, by priority when several things overlap:
-   compile > transfer_from_device > transfer_to_device > host_tracing > unattributed.
-   ``host_tracing`` is the host inside the lazy-tensor machinery or a user span (running the
-   step's Python); ``unattributed`` is host time with no recorded activity at all.
+   compile > transfer_from_device > transfer_to_device > host_tracing > host_blocked > unattributed.
+   ``host_tracing`` is the host inside the lazy-tensor machinery or a user span, or, where the
+   worker's sampler recorded the training loop thread's stacks, that thread running Python (its
+   CPU clock advancing: the model's forward, backward, the optimizer's step, the user's loop),
+   with or without a span; ``host_blocked`` is that thread blocked on a line outside torch_xla (a
+   ``time.sleep``, a queue or DataLoader ``get``, file or socket I/O, a lock); ``unattributed`` is
+   host time where nothing was recorded or sampled.
 2. A gap that opens while the host is blocked in a read (a TransferFromDevice, with the barrier
    wait before it: ``.item()``, ``print(t)``) was caused by that read. Had the host not blocked,
    everything it did afterwards would have happened earlier by the time it spent blocked, so the
@@ -20,7 +24,7 @@ add up to its idle time. The rules:
 4. Each piece names the Python stack of the thread doing that host work (where the worker's
    sampler recorded stacks): for a compile or transfer, what the sampler first saw during that
    event (for a read, the whole reading call); for tracing, at the piece's middle on the tracing
-   thread; for unattributed time, on the training loop's thread.
+   thread; for blocked and unattributed time, on the training loop's thread.
 A blocking read here is the whole Python call that reads (``HostActivity.transfers_from_device``):
 the forced early run of a partial graph, its tracing, sync and barrier wait belong to the read,
 since without the read that partial graph would not run apart.
@@ -39,6 +43,7 @@ from xlaprof.analysis.host_activity import READ_SPAN_BEFORE_END_US, EventSet, Ho
 
 class Cause(str, Enum):
     UNATTRIBUTED = "unattributed"
+    HOST_BLOCKED = "host_blocked"
     HOST_TRACING = "host_tracing"
     TRANSFER_TO_DEVICE = "transfer_to_device"
     TRANSFER_FROM_DEVICE = "transfer_from_device"
@@ -87,15 +92,19 @@ class CauseIntervals:
 
     @staticmethod
     def from_host(host: HostActivity) -> CauseIntervals:
-        by_code: dict[int, EventSet] = {
-            CODE[Cause.HOST_TRACING]: host.tracing,
-            CODE[Cause.TRANSFER_TO_DEVICE]: host.transfers_to_device,
-            CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
-            CODE[Cause.COMPILE]: host.compiles.concat(host.edge_compile),
+        running, blocked = host.sampled_work()
+        by_code: dict[int, tuple[np.ndarray, np.ndarray]] = {
+            CODE[Cause.HOST_BLOCKED]: blocked,
+            CODE[Cause.HOST_TRACING]: (np.concatenate((host.tracing.start, running[0])),
+                                       np.concatenate((host.tracing.end, running[1]))),
+            CODE[Cause.TRANSFER_TO_DEVICE]: (host.transfers_to_device.start, host.transfers_to_device.end),
+            CODE[Cause.TRANSFER_FROM_DEVICE]: (host.transfers_from_device.start, host.transfers_from_device.end),
+            CODE[Cause.COMPILE]: (np.concatenate((host.compiles.start, host.edge_compile.start)),
+                                  np.concatenate((host.compiles.end, host.edge_compile.end))),
         }
         starts, ends = [np.zeros(0)], [np.zeros(0)]
         for code in range(1, len(CAUSES)):
-            s, e = intervals.merge(by_code[code].start, by_code[code].end)
+            s, e = intervals.merge(*by_code[code])
             starts.append(s)
             ends.append(e)
         return CauseIntervals(starts, ends)

@@ -8,16 +8,19 @@ them sorted by ``lost_us`` (device microseconds, summed over devices and workers
 that compiled several graphs, ``capture_edge`` for unexplained time at the capture's edges,
 ``cpu_fallback``, or ``forced_execution`` for the lines that torch_xla's debug file says forced an
 early execution by reading a value (not timed: the file has no timestamps).
-A finding's ``source`` is the Python line from the sampled stacks where there is one (library code
-included), else its span's own line; ``stack`` leads from the thread's outermost frame down to it.
+A finding's ``source`` is the Python line from the sampled stacks where there is one, else its span's
+own line; ``stack`` leads from the thread's outermost frame down to it. Idle time at lines inside a
+third-party library is one finding at the user's call into it (``call_sites``), with the library's
+lines in ``inside`` (for reads, their read counts), ranked by their sum.
 The advice fits the case (``advice.advice_for``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xlaprof.analysis.advice import ADVICE, FindingKind, advice_for
 from xlaprof.analysis.attribution import Cause
+from xlaprof.analysis.call_sites import group_at_call_sites
 from xlaprof.analysis.compiles import EDGE_COMPILE_CAUSES, CompileSummary
 from xlaprof.analysis.frames import line_text, short_location
 from xlaprof.analysis.idle_costs import CauseCost
@@ -41,6 +44,7 @@ class Finding:
     stack: tuple[str, ...] = ()  # "file:line function" from the outermost frame down to source
     code: str | None = None  # the source line's text, when the file is readable here
     called_from: str | None = None  # the nearest frame above source in another file
+    inside: tuple = ()  # call_sites.LibraryLine: for a finding at the user's call into a library, its lines
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,8 @@ class ExecutionCause:
 
 def rank_findings(costs: list[CauseCost], compiles: CompileSummary, reads: ReadSummary,
                   fallbacks: dict[str, float], executions: list[ExecutionCause] = ()) -> list[Finding]:
-    findings = [_cost_finding(cost, compiles, reads) for cost in costs if cost.lost_us > 0]
+    costs = group_at_call_sites([cost for cost in costs if cost.lost_us > 0])
+    findings = [_cost_finding(cost, compiles, reads) for cost in costs]
     for row in executions:
         if FORCED_BY_READ in (row.cause or "") and row.frame:
             findings.append(Finding(
@@ -102,18 +107,27 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
         elif trigger and trigger.trigger:
             where += f" (torch_xla: '{trigger.cause}' at {trigger.trigger})"
     elif cost.cause is Cause.TRANSFER_FROM_DEVICE:
-        count = reads.by_source.get(cost.source, 0) if cost.source else reads.by_span.get(span_key, 0)
+        if cost.inside:
+            cost = replace(cost, inside=tuple(replace(line, pieces=reads.by_source.get(line.source, 0))
+                                              for line in cost.inside))
+            count = sum(line.pieces for line in cost.inside)
+        else:
+            count = reads.by_source.get(cost.source, 0) if cost.source else reads.by_span.get(span_key, 0)
         what = f"{count} blocking read(s) of device values"
     elif cost.cause is Cause.TRANSFER_TO_DEVICE:
         what = "host-to-device transfers"
     elif cost.cause is Cause.HOST_TRACING:
         what = "host Python and graph tracing"
+    elif cost.cause is Cause.HOST_BLOCKED:
+        what = "the loop blocked outside torch_xla"
     elif cost.at_capture_edge:
         kind = FindingKind.CAPTURE_EDGE
         what = "unknown host activity at the capture's start or end (events already running then are not recorded)"
         where = ""
     else:
         what = "no recorded host activity"
+    if cost.inside:
+        what += f" inside {_files(cost.inside)}, at {len(cost.inside)} line(s)"
     source = cost.source or cost.span_source
     code = line_text(cost.source)
     if cost.source:  # the line leads: "sched.py:659 `t.nonzero()` (called from train.py:42) ..."
@@ -123,5 +137,12 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
     else:
         detail = f"{what} {where} left the device idle for {format_duration(cost.lost_us)}"
     detail = detail.replace(" )", ")").replace("  ", " ")
-    advice = advice_for(kind, cost.stack, code)
-    return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from)
+    # Inside a library call, the advice fits its costliest line (the read that needs a value, say).
+    advice = advice_for(kind, cost.stack + (cost.inside[0].source,), cost.inside[0].code) if cost.inside \
+        else advice_for(kind, cost.stack, code)
+    return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from,
+                   cost.inside)
+
+
+def _files(lines) -> str:
+    return ", ".join(dict.fromkeys(short_location(line.source).rpartition(":")[0] for line in lines))

@@ -16,6 +16,10 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
 - ``spans``: the user spans (``SpanIndex``) and ``main_line``, the training loop's thread.
 - ``stacks``: the Python stacks the worker's sampler recorded (``StackSamples``; empty for a worker
   without the sampler), ``python_lines``: the host lines of Python threads.
+- ``sampled_work()``: from the training loop thread's sampled runs, the intervals where it ran
+  Python and those where it was blocked on a line outside torch and torch_xla (a run blocked inside
+  them is the runtime at work, e.g. ``loss.backward()`` waiting for the autograd engine's device
+  thread, so it counts as running), each as merged (starts, ends).
 """
 from __future__ import annotations
 
@@ -23,8 +27,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from xlaprof.analysis import intervals
+from xlaprof.analysis.frames import PyStack
 from xlaprof.analysis.python_stacks import StackSamples
 from xlaprof.analysis.span_index import SpanIndex, compiler_rows
+from xlaprof.framework_files import is_torch_file
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 from xlaprof.xspace.reader import XSpaceData
@@ -32,6 +39,8 @@ from xlaprof.xspace.reader import XSpaceData
 # Without stacks, the runtime events before a transfer belong to its read call when each starts this
 # soon after the previous one ends (measured on torch_xla 2.9 CPU: gaps of 5-110 us inside one call).
 READ_JOIN_US = 200.0
+# A read returned this long before the next began: the thread ran other Python in between.
+READ_RETURN_US = 100.0
 # A read's span is the one open just before the read ends: its Python call (the whole reading call,
 # see the contract) may have begun before the span that reads.
 READ_SPAN_BEFORE_END_US = 1e-3
@@ -122,7 +131,7 @@ class HostActivity:
         passes = compiler_rows(plane, python_lines)
         spans = SpanIndex.from_plane(plane, python_lines, passes)
         boundary_rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
-        stacks.moved_on = _moved_on(plane, boundary_rows, spans)
+        stacks.moved_on = _moved_on(plane, boundary_rows, tfd_rows, spans)
         main_line = spans.busiest_line()
         if main_line < 0:
             main_line = busiest
@@ -139,6 +148,12 @@ class HostActivity:
                             compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
                             stacks, python_lines, EventSet.of(plane, passes))
 
+    def sampled_work(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        start, end, stack, running = self.stacks.runs_on(self.main_line)
+        in_runtime = np.array([_in_runtime(s) for s in self.stacks.stacks] + [False], bool)
+        work = running | in_runtime[stack]
+        return intervals.merge(start[work], end[work]), intervals.merge(start[~work], end[~work])
+
     def span_at(self, line: int, t: float) -> int:
         """The innermost user span at ``t`` on ``line`` (the main line when ``line`` < 0)."""
         return int(self.spans_at(np.array([line]), np.array([t], np.float64))[0])
@@ -146,6 +161,12 @@ class HostActivity:
     def spans_at(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
         """``span_at`` for each (line, time) pair at once."""
         return self.spans.innermost_all(np.where(lines >= 0, lines, self.main_line), times)
+
+
+def _in_runtime(stack: PyStack) -> bool:
+    """Whether the stack's innermost frame is torch's or torch_xla's: a wait there is the runtime's work
+    (``loss.backward()`` waits for the autograd engine's device thread, which traces the backward)."""
+    return bool(stack.frames) and is_torch_file(stack.frames[-1].file)
 
 
 def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet, stacks: StackSamples) -> EventSet:
@@ -170,12 +191,15 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet, stacks
     return EventSet(reads.rows, start, reads.end, reads.line)
 
 
-def _moved_on(plane: Plane, boundary_rows: np.ndarray, spans: SpanIndex) -> dict[int, np.ndarray]:
+def _moved_on(plane: Plane, boundary_rows: np.ndarray, read_rows: np.ndarray,
+              spans: SpanIndex) -> dict[int, np.ndarray]:
     """Per host line, when its Python provably went on to another line: an explicit sync
-    returned, or a user span began."""
+    returned, a user span began, or a read returned and the thread did something else for
+    ``READ_RETURN_US`` (reads back to back, as in ``[t.item() for t in ts]``, are one line's)."""
     ev = plane.events
-    lines = np.concatenate((ev.line[boundary_rows], spans.line)).astype(np.int64)
-    times = np.concatenate((ev.start_us[boundary_rows] + ev.dur_us[boundary_rows], spans.start))
+    lines = np.concatenate((ev.line[boundary_rows], spans.line, ev.line[read_rows])).astype(np.int64)
+    times = np.concatenate((ev.start_us[boundary_rows] + ev.dur_us[boundary_rows], spans.start,
+                            ev.start_us[read_rows] + ev.dur_us[read_rows] + READ_RETURN_US))
     return {int(line): np.sort(times[lines == line]) for line in np.unique(lines).tolist()}
 
 

@@ -33,6 +33,7 @@ class CauseCost:
     stack: tuple[str, ...] = ()  # the costliest stack, outermost first, down to ``source``
     called_from: str | None = None  # the nearest frame above ``source`` in another file
     at_capture_edge: bool = False  # unattributed time at the window's edges with no stack
+    inside: tuple = ()  # call_sites.LibraryLine: the library lines behind a cost grouped at the user's call
 
 
 @dataclass

@@ -15,9 +15,14 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   event on ``line``, when that run began, i.e. when the Python call holding the event began
   (-inf where there is none).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
+- ``running``: per run, whether its thread was running Python (it used at least ``RUNNING_SHARE``
+  of the run's time on a CPU: the sampler's ``py_cpu_us``) rather than blocked on the run's line (a
+  sleep, a queue, a read); runs recorded without CPU times (older captures) count as running.
+  ``runs_on(line)``: the runs of one host line as (start, end, stack, running) arrays.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +35,10 @@ LAG_US = 2000.0  # how late the sampler may first see a stack (1 kHz, plus waiti
 MERGE_US = 1000.0  # consecutive samples this close with the same stack are one run
 MAIN_THREAD = "MainThread"
 SEEN_US = 1.0  # a run that begins in an event's last microsecond was seen after it
+# A run whose thread used less of its time on a CPU than this was blocked on its line. Running Python
+# uses nearly all of it even on the busy CPU device (gaps are when the device threads are idle); a
+# blocked call a few percent (the call's own overhead).
+RUNNING_SHARE = 0.3
 
 
 @dataclass
@@ -40,6 +49,7 @@ class StackSamples:
     end: np.ndarray  # float64 us
     stack: np.ndarray  # int64: index into stacks
     thread_names: dict[int, str] = field(default_factory=dict)  # host line -> Python thread name
+    cpu_us: np.ndarray | None = None  # float64: CPU time of the run's thread during it, NaN where unknown
     # host line -> sorted times at which that thread provably left the line it was on (a sync
     # returned, a span began): set by host_activity, used to spot a run the sampler saw late
     moved_on: dict[int, np.ndarray] = field(default_factory=dict)
@@ -49,6 +59,8 @@ class StackSamples:
         return int(self.start.size)
 
     def __post_init__(self) -> None:
+        if self.cpu_us is None:
+            self.cpu_us = np.full(self.start.size, np.nan)
         if self.start.size:
             bounds = np.flatnonzero(np.diff(self.line)) + 1
             for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, self.start.size]):
@@ -57,6 +69,15 @@ class StackSamples:
     @property
     def sampled_lines(self) -> list[int]:
         return list(self._ranges)
+
+    @property
+    def running(self) -> np.ndarray:
+        busy = self.cpu_us >= RUNNING_SHARE * np.maximum(self.end - self.start, 1e-9)
+        return busy | np.isnan(self.cpu_us)
+
+    def runs_on(self, line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        lo, hi = self._ranges.get(int(line), (0, 0))
+        return self.start[lo:hi], self.end[lo:hi], self.stack[lo:hi], self.running[lo:hi]
 
     @staticmethod
     def empty() -> StackSamples:
@@ -80,15 +101,19 @@ class StackSamples:
         names = [stat_text(thread_names.get(r, "")) for r in rows.tolist()]
         line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
                          for r, name in zip(rows.tolist(), names)], np.int32)
+        cpu_column = plane.stats.column(vocabulary.PY_CPU_STAT)
+        cpu = np.array([_number(cpu_column.get(r)) for r in rows.tolist()], np.float64)
         start = plane.events.start_us[rows]
         end = start + plane.events.dur_us[rows]
         order = np.lexsort((start, line))
-        line, start, end, stack = line[order], start[order], end[order], stack[order]
+        line, start, end, stack, cpu = line[order], start[order], end[order], stack[order], cpu[order]
         keep = _run_heads(line, start, end, stack)
-        run_end = np.maximum.reduceat(end, np.flatnonzero(keep)) if keep.size else end
+        heads = np.flatnonzero(keep)
+        run_end = np.maximum.reduceat(end, heads) if keep.size else end
+        run_cpu = np.add.reduceat(cpu, heads) if keep.size else cpu  # NaN where a sample's is unknown
         stacks = [parse_stack(text) for text in interned]
         by_line = {int(ln): nm for ln, nm in zip(line.tolist(), (names[i] for i in order.tolist())) if nm}
-        return StackSamples(stacks, line[keep], start[keep], run_end, stack[keep], by_line)
+        return StackSamples(stacks, line[keep], start[keep], run_end, stack[keep], by_line, run_cpu)
 
     def _covering(self, line: int, times: np.ndarray) -> np.ndarray:
         lo, hi = self._ranges.get(int(line), (0, 0))
@@ -103,16 +128,18 @@ class StackSamples:
         found[soon] = nxt[soon]
         return found
 
-    def _first_seen(self, line: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    def _first_seen(self, line: int, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per event [start, end] on ``line``: the first run the sampler began during it (it saw
         the thread inside the event), else the run holding its end, unless that run is stale: the
-        thread provably moved on after the run began (``moved_on``) and before the event; then
-        the run the sampler began next, within ``LAG_US`` of the event's end (a call shorter than
-        the sampling period is seen, if at all, just after it), else none."""
+        thread provably moved on after the run began (``moved_on``) and before the event. An event
+        inside a stale run was not seen (a call shorter than the sampling period): the run after
+        it is the thread's next line, not the event's, so it is never taken; its run is -1, and
+        the stale run is returned beside (-1 for the others)."""
         lo, hi = self._ranges.get(int(line), (0, 0))
         found = self._covering(line, np.maximum(starts, ends - SEEN_US))
+        stale_run = np.full(found.size, -1, np.int64)
         if hi == lo:
-            return found
+            return found, stale_run
         i = np.searchsorted(self.start[lo:hi], starts, side="left") + lo
         seen = (i < hi) & (self.start[np.minimum(i, hi - 1)] < ends - SEEN_US)
         found[seen] = i[seen]
@@ -121,25 +148,45 @@ class StackSamples:
             run_start = self.start[np.maximum(found, lo)]
             latest = np.searchsorted(marks, starts, side="right") - 1
             stale = ~seen & (found >= 0) & (latest >= 0) & (marks[np.maximum(latest, 0)] > run_start)
-            nxt = np.minimum(found + 1, hi - 1)
-            soon = (found + 1 < hi) & (self.start[nxt] - ends <= LAG_US)
-            found[stale] = np.where(soon[stale], nxt[stale], -1)
-        return found
+            stale_run[stale], found[stale] = found[stale], -1
+        return found, stale_run
+
+    def _seen_after_same_stack(self, line: int, found: np.ndarray, stale_run: np.ndarray) -> np.ndarray:
+        """Stack ids of events: a seen event's run's; an unseen one (``stale_run`` >= 0) takes the
+        stack most often seen for the events whose run followed a run of its stale run's stack (a
+        loop's read, seen from inside in other iterations), else none (-1)."""
+        lo, _ = self._ranges.get(int(line), (0, 0))
+        result = np.where(found >= 0, self.stack[np.maximum(found, 0)], -1)
+        unseen = np.flatnonzero(stale_run >= 0)
+        known = found[found > lo]
+        if not unseen.size or not known.size:
+            return result
+        votes: dict[int, Counter] = {}
+        for before, after in zip(self.stack[known - 1].tolist(), self.stack[known].tolist()):
+            votes.setdefault(before, Counter())[after] += 1
+        for k in unseen.tolist():
+            counts = votes.get(int(self.stack[stale_run[k]]))
+            if counts:
+                result[k] = counts.most_common(1)[0][0]
+        return result
 
     def at(self, lines: np.ndarray, times: np.ndarray, ends: np.ndarray | None = None) -> np.ndarray:
-        """Stack ids at (line, time); with ``ends``, for events [times, ends] (``_first_seen``)."""
+        """Stack ids at (line, time); with ``ends``, for events [times, ends] (``_first_seen``; an
+        event the sampler did not see from inside: ``_seen_after_same_stack``)."""
         result = np.full(times.size, -1, np.int64)
         for line in np.unique(lines).tolist():
             mine = np.flatnonzero(lines == line)
-            run = self._covering(line, times[mine]) if ends is None else \
-                self._first_seen(line, times[mine], ends[mine])
-            result[mine] = np.where(run >= 0, self.stack[np.maximum(run, 0)], -1)
+            if ends is None:
+                run = self._covering(line, times[mine])
+                result[mine] = np.where(run >= 0, self.stack[np.maximum(run, 0)], -1)
+            else:
+                result[mine] = self._seen_after_same_stack(line, *self._first_seen(line, times[mine], ends[mine]))
         return result
 
     def call_starts(self, line: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """When the Python call holding each event [start, end] on ``line`` began: the start of the
         run of identical samples the sampler saw during it (-inf where it saw none)."""
-        run = self._first_seen(line, starts, ends)
+        run, _ = self._first_seen(line, starts, ends)
         if not len(self):
             return np.full(run.size, -np.inf)
         return np.where(run >= 0, self.start[np.maximum(run, 0)], -np.inf)
@@ -150,6 +197,13 @@ def _run_heads(line: np.ndarray, start: np.ndarray, end: np.ndarray, stack: np.n
     head = np.ones(line.size, bool)
     head[1:] = (line[1:] != line[:-1]) | (stack[1:] != stack[:-1]) | (start[1:] - end[:-1] > MERGE_US)
     return head
+
+
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.nan
 
 
 def _place(index_of_id: dict[int, int], thread_id, name: str, emitter_line: int, main_line: int) -> int:

@@ -248,15 +248,20 @@ def _recorded(window: tuple[float, float], host: HostActivity, devices: list[Dev
     return (window[0], last) if cut else window
 
 
+HOST_WORK_UNDER_EDGE_COMPILE = (Cause.UNATTRIBUTED, Cause.HOST_BLOCKED, Cause.HOST_TRACING)
+
+
 def _compile_at_edge(pieces: GapPieces, window: tuple[float, float], host: HostActivity,
                      metrics: MetricsDelta | None, recorded: int) -> list[CompileRecord]:
     """Compiles running when the capture started or stopped have no compile event (a TraceMe
     begun before the capture is not recorded; one still open when it stops is dropped), but the
     capture holds their passes (``host.edge_compile``), or, at the start, the worker's metrics
     count one compile more than the capture shows. The unattributed idle time between the edge
-    and the passes (at the start without passes: touching the window's start) is the compile's."""
+    and the passes (at the start without passes: touching the window's start) is the compile's, as is
+    the time the sampled stacks showed as the compiling thread's Python (blocked or running there:
+    a compile runs inside the call that traced its graph)."""
     w0, w1 = window
-    unattributed = pieces.cause == CAUSES.index(Cause.UNATTRIBUTED)
+    unattributed = np.isin(pieces.cause, [CAUSES.index(c) for c in HOST_WORK_UNDER_EDGE_COMPILE])
     middle = (w0 + w1) / 2
     edge = host.edge_compile
     at_start, at_stop = edge.end[edge.end <= middle], edge.start[edge.end > middle]

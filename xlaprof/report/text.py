@@ -2,7 +2,8 @@
 
 Contract: ``render_text(analysis, top=10)`` returns plain text (no colour codes, fits 100
 columns) that leads with what to fix: the ranked findings with span, file:line, time lost and
-advice. Times are formatted by ``xlaprof.units.format_duration``; percentages are of device time.
+advice (each advice text given once; a finding at a call into a library lists the library's lines
+inside it), the findings under ``MINOR_SHARE`` of the idle time listed after, one line each. Times are formatted by ``xlaprof.units.format_duration``; percentages are of device time.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from xlaprof.units import format_duration as _t
 
 WIDTH = 100
 TOP_OPS = 3  # ops shown under each graph
+MINOR_SHARE = 0.01  # findings below this share of the idle time are listed in one line each, after the others
 
 
 def _pct(part: float, whole: float) -> str:
@@ -52,17 +54,29 @@ def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
     if not data["findings"]:
         out.append("  none: the device was never idle in the window\n")
     advised: set[str] = set()
-    for rank, f in enumerate(data["findings"][:top], 1):
+    shown = data["findings"][:top]
+    main = [f for f in shown if f["lost_us"] >= MINOR_SHARE * idle or not f["lost_us"]]
+    for rank, f in enumerate(main, 1):
         where = f"{f['span'] or NO_SPAN}" + (f" at {f['source']}" if f["source"] else "")
         out.append(f"{rank:>2}. [{f['kind']}] {_t(f['lost_us'])} lost: {where}\n")
         out.append(textwrap.fill(f["detail"], WIDTH, initial_indent="     ", subsequent_indent="     ") + "\n")
         if f["stack"]:
             out.append(textwrap.fill("stack: " + _path(f["stack"]), WIDTH, initial_indent="     ",
                                      subsequent_indent="            ") + "\n")
-        advice = f["advice"] if f["kind"] not in advised else f"as for [{f['kind']}] above"
-        advised.add(f["kind"])
+        for line in f["inside"][:top]:
+            code = f" `{line['code']}`" if line["code"] else ""
+            out.append(textwrap.shorten(f"     inside: {short_location(line['source'])}{code} ({line['pieces']}, "
+                                        f"{_t(line['lost_us'])})", WIDTH, placeholder=" ...") + "\n")
+        advice = f["advice"] if f["advice"] not in advised else f"as for [{f['kind']}] above"
+        advised.add(f["advice"])
         out.append(textwrap.fill("fix: " + advice, WIDTH, initial_indent="     ",
                                  subsequent_indent="          ") + "\n")
+    minor = [f for f in shown if f not in main]
+    if minor:
+        out.append(f"  under {MINOR_SHARE:.0%} of the idle time each:\n")
+        for f in minor:
+            out.append(textwrap.shorten(f"    [{f['kind']}] {_t(f['lost_us'])} at "
+                                        f"{short_location(f['source']) or f['span'] or NO_SPAN}", WIDTH) + "\n")
 
     out += _line_rows(data["idle_by_line"], idle, top)
 

@@ -4,7 +4,9 @@ Run as ``python -m tests.support.workloads.diffusers_worker --port P --watch-std
 are built from small configs with random weights (no hub downloads). Each sampling run calls
 ``scheduler.set_timesteps(..., device=xla)``, so the scheduler's first ``step`` looks its index up
 on the device (``(schedule_timesteps == timestep).nonzero()`` then ``.item()``), as diffusers does
-on an accelerator. No spans, no debug flags: only ``xlaprof.start_server``.
+on an accelerator. No spans, no debug flags: only ``xlaprof.start_server``. With ``--unet-only``
+(the A/B arm without the scheduler) the latents are updated on the device without
+``scheduler.step``: the UNet alone, which reads no device value.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 STEPS_PER_RUN = 4
 
 
-def sample(port: int) -> None:
+def sample(port: int, unet_only: bool) -> None:
     import torch
     import torch_xla
     from diffusers import DPMSolverMultistepScheduler, UNet2DModel
@@ -40,19 +42,22 @@ def sample(port: int) -> None:
             latents = torch.randn(2, 3, 8, 8, device=device)
             for t in scheduler.timesteps:
                 noise = unet(latents, t).sample
-                latents = scheduler.step(noise, t, latents).prev_sample
+                if unet_only:
+                    latents = latents - 0.1 * noise
+                else:
+                    latents = scheduler.step(noise, t, latents).prev_sample  # USER CALL: scheduler.step
                 torch_xla.sync()
             runs += 1
             if runs == 2:
                 announce_ready(port)
 
 
-
 def main(argv: list[str] | None = None) -> None:
     parser = worker_parser(__doc__.splitlines()[0])
+    parser.add_argument("--unet-only", action="store_true", help="no scheduler.step: the A/B arm without its reads")
     args = parser.parse_args(argv)
     watch_stdin(args)
-    sample(args.port)
+    sample(args.port, args.unet_only)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,51 @@
+"""Idle time inside a library call, grouped where the user fixes it: at the user's call.
+
+Contract: ``group_at_call_sites(costs)`` returns ``costs`` with those whose line lies in a
+third-party library (``framework_files.is_library_file``) merged per (cause, span, call site):
+the call site is the innermost frame of the cost's stack in the user's own code (neither framework
+nor library), e.g. ``denoise.py:36 sched.step(...)``. A merged cost names the call site as its
+``source``, its stack runs down to it, its time and pieces are the sums, and ``inside`` lists the
+library lines behind it (``LibraryLine``: line, text, pieces, idle time), costliest first. A cost
+with no user frame above its line (a library's own thread) stays as it is, as do the costs of the
+user's own lines.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from xlaprof.analysis.frames import line_text, parse_stack
+from xlaprof.framework_files import is_framework_file, is_library_file
+
+
+@dataclass(frozen=True)
+class LibraryLine:
+    source: str  # "file:line" inside the library
+    code: str | None  # its text, when the file is readable here
+    pieces: int  # gap pieces (for reads: reads) behind it
+    lost_us: float
+
+
+def group_at_call_sites(costs: list) -> list:
+    kept, groups = [], {}
+    for cost in costs:
+        site = _call_site(cost) if cost.source and is_library_file(cost.source) else None
+        if site is None:
+            kept.append(cost)
+            continue
+        groups.setdefault((cost.cause, cost.span, site[0]), []).append((cost, site[1]))
+    for (_, _, site), members in groups.items():
+        members.sort(key=lambda m: -m[0].lost_us)
+        first, stack = members[0]
+        inside = tuple(LibraryLine(c.source, line_text(c.source), c.pieces, c.lost_us) for c, _ in members)
+        kept.append(replace(first, source=site, stack=stack, called_from=None, inside=inside,
+                            lost_us=sum(c.lost_us for c, _ in members), pieces=sum(c.pieces for c, _ in members)))
+    return kept
+
+
+def _call_site(cost) -> tuple[str, tuple[str, ...]] | None:
+    """The innermost user frame of the cost's stack, and the stack down to it; None without one."""
+    frames = parse_stack("\n".join(cost.stack)).frames
+    for i in range(len(frames) - 1, -1, -1):
+        if not is_framework_file(frames[i].file) and not is_library_file(frames[i].file):
+            return frames[i].location, tuple(cost.stack[: i + 1])
+    return None
