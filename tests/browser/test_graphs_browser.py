@@ -46,7 +46,7 @@ def test_why_it_recompiled_what_changed_ops_and_hlo(site, browser):
     wait(browser, "document.querySelector('#recompiles .recompile')")
     why = browser.find_element("css selector", "#recompiles").text
     assert "Input 0 (f32[B,256], created at train.py:14): B = 8, 12, 16, 20, 24 across 5 compiles." in why
-    assert "e.g. 8, 16, 24" in why
+    assert "multiples of 8: 8, 16, 24" in why
 
     # A compile row says what changed vs the previous graph of its place; a click explains it.
     cell(browser, "compiles-table", "changed", "input 0: f32[12,256] -> f32[16,256]").click()

@@ -95,7 +95,7 @@ def test_a_shape_cycle_is_caught_from_the_first_step_and_explained(sessions):
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())  # the report wraps long lines
     assert "5 compile(s) in this window, 0 before it" in text
-    assert "B = 8, 12, 16, 20, 24 across 5 compiles" in text and "e.g. 8, 16, 24" in text
+    assert "B = 8, 12, 16, 20, 24 across 5 compiles" in text and "multiples of 8: 8, 16, 24" in text
 
 
 def test_a_recompile_from_a_zero_or_one_scalar_is_a_constant_change(sessions):

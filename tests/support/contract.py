@@ -48,6 +48,8 @@ CONTRACT_KEYS = frozenset(
     + [f"compiles.explained[].{k}" for k in ("span", "source", "workers", "compiles", "graphs", "compile_us", "kind",
                                              "summary", "advice", "inputs", "sizes", "buckets", "constants",
                                              "instruction_counts", "program_ids")]
+    # Added by issue 19 (recompile explanations that survive real runs).
+    + [f"compiles.explained[].{k}" for k in ("intermediates", "clusters")]
     + ["graphs"] + [f"graphs[].{k}" for k in ("worker", "program_id", "module", "executions", "total_us", "median_us",
                                               "span", "source", "compiled_in_window", "graph_hash", "ops", "ops_total")]
     + [f"graphs[].ops[].{k}" for k in ("name", "category", "occurrences", "total_us", "self_us", "source")]

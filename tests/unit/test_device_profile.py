@@ -82,6 +82,41 @@ def test_cpu_thunks_give_programs_self_times_and_sources(tmp_path):
     assert ops["dot.1"].total_us == ops["dot.1"].self_us == 200.0
 
 
+def test_a_cpu_program_run_counts_once_with_its_pool_threads(tmp_path):
+    """torch_xla 2.9's CPU layout: per PjRt execute an ExecuteHelper on the dispatching thread, an
+    executor and its "(wait for completion)" on the client thread, and nested executors on the
+    intra-op pool's threads. Two runs of program 5 and one of program 6: three executions, not the
+    eleven executor events, and the runs' device time is the busy time."""
+    builder = XSpaceBuilder()
+    builder.task_environment(4000.0)
+    host = builder.plane("/host:CPU")
+    python = host.line("python", line_id=1)
+    client = host.line("tf_XLAPjRtCpuClient/2", line_id=2)
+    pools = [host.line(f"tf_XLAEigen/{k}", line_id=3 + k) for k in range(2)]
+    for k, (at, program) in enumerate(((100.0, 5), (1100.0, 5), (2100.0, 6))):
+        python.event("train_step", at - 90, 600, step_num=k, source="train.py:30", _r=1)
+        python.event("PjRtComputationClient::ExecuteComputation", at - 20, 30)
+        python.event("PjRtCpuExecutable::ExecuteHelper", at - 15, 20)
+        client.event("dot.1", at, 50, hlo_op="dot.1", hlo_module="m", program_id=program)  # inline, before the executor
+        client.event("ThunkExecutor::Execute", at + 50, 20)
+        client.event("ThunkExecutor::Execute (wait for completion)", at + 70, 330)
+        for pool, offset in zip(pools, (80.0, 200.0)):
+            pool.event("ThunkExecutor::Execute", at + offset, 100)
+            pool.event("add_relu_fusion.clone", at + offset + 10, 80, hlo_op="add_relu_fusion.clone",
+                       hlo_module="m", program_id=program)
+    metadata = builder.plane("/host:metadata")
+    for program in (5, 6):
+        metadata.metadata_event(program, f"SyncTensorsGraph.9{program}({program})", **{"Hlo Proto": mlp_module(program, 8)})
+    analysis = analyze(Session.load(write_session(str(tmp_path), "cpu", {"h_1": builder.to_bytes()})))
+    runs = analysis.workers[0].programs
+    assert runs.program.tolist() == [5, 5, 6] and runs.start_us.tolist() == [100.0, 1100.0, 2100.0]
+    assert runs.dur_us.tolist() == [400.0] * 3  # from the inline dot to the end of the wait
+    graphs = {g.program_id: g for g in analysis.device_profile.graphs}
+    assert (graphs[5].executions, graphs[6].executions) == (2, 1)
+    assert sum(g.total_us for g in graphs.values()) == pytest.approx(analysis.workers[0].busy_us) == 1200.0
+    assert graphs[5].span == "train_step"
+
+
 def test_children_time_matches_a_stack_walk():
     rng = np.random.default_rng(3)
     line, start, dur = [], [], []

@@ -35,7 +35,7 @@ def test_a_batch_size_cycle_is_named_with_its_sizes_and_buckets(tmp_path):
     assert why.kind is ChangeKind.SHAPE and (why.span, why.source) == ("train_step", "train.py:30")
     assert why.summary == "Input 0 (f32[B,256], created at train.py:14): B = 8, 12, 16, 20, 24 across 5 compiles."
     assert why.sizes == {"B": [8, 12, 16, 20, 24]} and why.buckets == {"B": [8, 16, 24]}
-    assert "bucket it to a few sizes (e.g. 8, 16, 24)" in why.advice
+    assert "bucket it to a few sizes (multiples of 8: 8, 16, 24)" in why.advice
     assert why.program_ids == [108, 112, 116, 120, 124] and why.compiles == 5 and why.graphs == 5
     records = analysis.workers[0].compiles
     assert [r.program_id for r in records] == [108, 112, 116, 120, 124]
@@ -164,3 +164,72 @@ def test_words_for_sizes_buckets_and_trends():
     assert diff.sizes_text([0.5, 0.25]) == "0.5, 0.25"
     first = parse_module(mlp_module(1, 8), 1).signature
     assert diff.changes(first, first) == []
+
+
+def _optimizer_module(program: int, batch: int, state: bool) -> bytes:
+    """A step on a batch of ``batch`` rows; with ``state``, the optimizer's moment of the weight
+    and its step count come in as inputs too (what AdamW adds after its first step)."""
+    builder = ModuleBuilder("m", program)
+    inputs = [("f32", (batch, 4)), ("f32", (4, 4))] + ([("f32", (4, 4)), ("f32", ())] if state else [])
+    names = [builder.parameter(k, dtype, dims, source=f"train.py:{10 + k}") for k, (dtype, dims) in enumerate(inputs)]
+    builder.op("dot.1", "dot", "f32", (batch, 4), names[:2], source="train.py:20")
+    return builder.to_bytes(["dot.1"])
+
+
+def test_a_first_step_state_is_a_one_off_beside_the_shape_change():
+    # Step 0 (batch 16) before the optimizer's state exists, then batches 8, 24, 16 with it.
+    why, records = _one({1: _optimizer_module(1, 16, False), 2: _optimizer_module(2, 8, True),
+                         3: _optimizer_module(3, 24, True), 4: _optimizer_module(4, 16, True)})
+    assert why.kind is ChangeKind.SHAPE and why.sizes == {"B": [8, 24, 16]}
+    assert why.summary == ("1 compile: the optimizer's state was created at the first step (inputs 2 -> 4), a one-off. "
+                           "3 compiles: input 0 (f32[B,4], created at train.py:10): B = 8, 24, 16.")
+    assert [(c["kind"], c["compiles"], c["one_off"], c["program_ids"]) for c in why.clusters] == [
+        ("inputs", 1, True, [1]), ("shape", 3, False, [2, 3, 4])]
+    assert why.advice.startswith("torch_xla compiles one graph per distinct input shape") and "nothing to fix" in why.advice
+    assert records[1].changed.startswith("2 -> 4 inputs")
+
+
+def test_a_one_off_graph_that_is_no_state_is_said_as_such():
+    modules = {1: _optimizer_module(1, 8, True), 2: _optimizer_module(2, 16, True),
+               3: _module(3, [("f32", (8, 4)), ("f32", (4, 4)), ("s32", (3, 3))]), 4: _optimizer_module(4, 24, True)}
+    why, _ = _one(modules)
+    assert why.kind is ChangeKind.SHAPE and why.sizes == {"B": [8, 16, 24]}
+    assert "1 compile: a one-off graph (3 inputs, the others 4)" in why.summary
+    assert why.clusters[1]["one_off"] and why.clusters[1]["program_ids"] == [3]
+
+
+def _inner_module(program: int, n: int, source: bool) -> bytes:
+    """Fixed inputs (x: f32[64,4]); ``n`` enters through ``torch.arange(n)`` and ``x[:n]``."""
+    line = (lambda k: f"train.py:{k}") if source else (lambda k: None)
+    builder = ModuleBuilder("m", program)
+    x = builder.parameter(0, "f32", (64, 4))
+    builder.op("iota.1", "iota", "s32", (n,), [], source=line(31))
+    builder.op("convert.1", "convert", "f32", (n,), ["iota.1"], source=line(31))
+    builder.op("broadcast.1", "broadcast", "f32", (n, 4), ["convert.1"], source=line(33))
+    builder.op("slice.1", "slice", "f32", (n, 4), [x], source=line(32))
+    builder.op("add.1", "add", "f32", (n, 4), ["slice.1", "broadcast.1"], source=line(33))
+    builder.op("reshape.1", "reshape", "f32", (4 * n,), ["add.1"], source=line(34))
+    return builder.to_bytes(["reshape.1"])
+
+
+def test_a_size_made_inside_the_graph_is_named_with_the_lines_that_make_it():
+    why, _ = _one({k: _inner_module(k, n, source=True) for k, n in ((1, 19), (2, 20), (3, 22))})
+    assert why.kind is ChangeKind.SHAPE and why.sizes == {"S": [19, 20, 22]} and why.buckets == {"S": [24]}
+    assert [(i["opcode"], i["pattern"], i["source"]) for i in why.intermediates] == [
+        ("iota", "s32[S]", "train.py:31"), ("slice", "f32[S,4]", "train.py:32")]
+    assert why.summary == ("No input changes shape, but sizes inside the graph do: S = 19, 20, 22 across 3 compiles, "
+                           "made by s32[S] by iota at train.py:31, f32[S,4] by slice at train.py:32.")
+    assert "Pad S to a few sizes (pad to 24)" in why.advice
+    plain, _ = _one({k: _inner_module(k, n, source=False) for k, n in ((1, 19), (2, 20), (3, 22))})
+    assert plain.summary.endswith("made by s32[S] by iota (torch.arange or position ids), "
+                                  "f32[S,4] by slice (a slice by a Python int).")
+    assert "XLA_HLO_DEBUG=1 to name the line that makes each size" in plain.advice
+
+
+def test_buckets_are_a_padding_rule_not_the_sizes_seen():
+    assert diff.buckets([19, 20, 21, 22]) == [24] and diff.buckets_text([24]) == "pad to 24"
+    assert diff.buckets([16, 24, 40]) == [16, 24, 32, 40]
+    assert diff.buckets_text([16, 24, 32, 40]) == "multiples of 8: 16, 24, 32, 40"
+    assert diff.buckets(list(range(17, 60))) == [32, 48, 64]  # 8 would make 6 buckets
+    assert diff.buckets_text([32, 48, 64]) == "multiples of 16: 32, 48, 64"
+    assert diff.buckets_text([1, 2, 4, 8]) == "powers of two: 1, 2, 4, 8"

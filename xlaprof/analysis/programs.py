@@ -1,13 +1,20 @@
 """Which compiled program each device execution ran, who dispatched it, and which compile made it.
 
 Contract:
-- ``program_executions(devices, host)`` returns ``ProgramExecutions``: one row per execution
-  event of every device (the events behind ``DeviceTimeline.rows``), column-wise: device index,
-  start, duration, ``program`` id (-1 where the capture does not say) and ``span``, the innermost
-  user span on the training thread when the host dispatched it (the latest dispatch event,
-  ``vocabulary.DISPATCH``, starting before the execution; the execution's own start without
-  one). Program ids: TPU/GPU module events are named "<module>(<program id>)"; on the CPU device
-  an execution's program is the ``program_id`` stat of the first op event inside it.
+- ``program_executions(devices, host)`` returns ``ProgramExecutions``: one row per program run
+  of every device, column-wise: device index, start, duration, ``program`` id (-1 where the
+  capture does not say) and ``span``, the innermost user span on the training thread when the
+  host dispatched it (the latest dispatch event, ``vocabulary.DISPATCH``, starting before the
+  execution; the execution's own start without one). TPU/GPU: one run per module event (the
+  events behind ``DeviceTimeline.rows``), named "<module>(<program id>)". CPU device: one run per
+  PjRt execute (``vocabulary.CPU_PROGRAM_RUN_EVENTS``, as many as torch_xla's ``ExecuteTime``
+  count): its executor events, the nested executors of the intra-op pool's threads and the
+  "(wait for completion)" event are parts of it, never runs of their own. A run lasts from its
+  execute event to the next one; its start is its first busy moment, its duration the device's
+  busy time in it (so the runs' durations add up to the busy time) and its program the
+  ``program_id`` stat of its first op event. Busy time before the first recorded execute (a run
+  already under way when the capture started) is one run more. Without execute events, each
+  executor event is a run.
 - ``compile_programs(starts, ends, executions)`` links each graph compile to the program it made:
   the program first executed soonest after the compile ended and before the next compile ended
   (a program is made by one compile, and torch_xla runs a new graph right after compiling it). Compiles whose program never ran in
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xlaprof.analysis import intervals
 from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
 from xlaprof.analysis.host_activity import EventSet, HostActivity
 from xlaprof.hlo import program_of
@@ -54,7 +62,10 @@ def program_executions(devices: list[DeviceTimeline], host: HostActivity) -> Pro
         plane, rows = device.plane, device.rows
         start = plane.events.start_us[rows]
         dur = plane.events.dur_us[rows]
-        if device.kind is DeviceKind.CPU:
+        runs = plane.rows_named(vocabulary.CPU_PROGRAM_RUN_EVENTS) if device.kind is DeviceKind.CPU else None
+        if runs is not None and runs.size:
+            start, dur, program = _cpu_runs(device, np.sort(plane.events.start_us[runs]))
+        elif device.kind is DeviceKind.CPU:
             program = _cpu_programs(plane, rows)
         else:
             by_name = np.array([UNKNOWN if (p := program_of(n)) is None else p for n in plane.names] or [UNKNOWN],
@@ -68,6 +79,32 @@ def program_executions(devices: list[DeviceTimeline], host: HostActivity) -> Pro
     order = np.argsort(start, kind="stable")
     device, start, dur, program = device[order], start[order], dur[order], program[order]
     return ProgramExecutions(device, start, dur, program, _dispatch_spans(host, start))
+
+
+def _cpu_runs(device: DeviceTimeline, executes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, busy time, program) per program run of the CPU device, given its execute events' starts."""
+    busy_starts, busy_ends = device.busy_starts, device.busy_ends
+    if busy_starts.size and busy_starts[0] < executes[0]:
+        executes = np.concatenate(([busy_starts[0]], executes))  # a run under way when the capture started
+    bounds = np.append(executes, np.inf)
+    before = intervals.measure_before(busy_starts, busy_ends, bounds)
+    dur = np.diff(before)
+    # A run's first busy moment: its execute's start when the device is busy then, else the next busy start.
+    k = np.searchsorted(busy_starts, executes, side="right")
+    busy_now = (k > 0) & (executes < busy_ends[np.maximum(k - 1, 0)]) if busy_starts.size else np.zeros(executes.size, bool)
+    next_start = busy_starts[np.minimum(k, busy_starts.size - 1)] if busy_starts.size else executes
+    start = np.where(busy_now | (k >= busy_starts.size) | (dur <= 0), executes, next_start)
+    column = device.plane.int_column(vocabulary.PROGRAM_ID_STAT)
+    program = np.full(executes.size, UNKNOWN, np.int64)
+    if column.rows.size:
+        op_start = device.plane.events.start_us[column.rows]
+        order = np.argsort(op_start, kind="stable")
+        op_start, op_program = op_start[order], column.values[order]
+        first = np.searchsorted(op_start, executes, side="left")
+        has = first < op_start.size
+        has[has] &= op_start[first[has]] < bounds[1:][has]
+        program[has] = op_program[first[has]]
+    return start, dur, program
 
 
 def _cpu_programs(plane, rows: np.ndarray) -> np.ndarray:

@@ -8,9 +8,20 @@ Contract:
   than one distinct graph (graph hash), most compile time first. A place is the span (name and
   ``file:line``) the compile happened in, as in ``CompileSummary``; compiles outside any span
   are told apart by graph family (same input and output ranks).
+- A place's graphs are explained in clusters: graphs of one family (the same number and ranks of
+  inputs and outputs) together. A graph of a family of its own is a one-off, said as such:
+  "1 compile: the optimizer's state was created at the first step (inputs 47 -> 105), a one-off"
+  when it is the first graph and the next takes its inputs plus ones shaped like them; it does
+  not hide the change of the others ("3 compiles: input 0 (s64[2,S]): S = 16, 24, 40"). The
+  explanation's ``kind``, data and advice are those of its largest cluster (the one-offs' advice
+  follows); ``clusters`` lists each cluster (kind, compiles, graphs, one_off, summary,
+  program_ids); ``summary`` joins their sentences. A place with one cluster (or only one-offs)
+  is explained as one group, as before.
 - ``kind`` says what differs, in this order of precedence: ``inputs`` (their number or ranks),
   ``dtype``, ``shape`` (dimension sizes: named by symbols, "input 3 (f32[B,256]): B = 8, 12, 16
-  across 3 compiles", with buckets to pad to), ``graph_size`` (same inputs and outputs, a
+  across 3 compiles", with buckets to pad to; or, where no input changes, sizes made inside the
+  graph, ``inner_shapes``: "S = 20, 28, 36 ..., made by s64[S] by iota at train.py:90", listed
+  in ``intermediates``), ``graph_size`` (same inputs and outputs, a
   different number of instructions: a loop's trip count, a branch on a Python value),
   ``computation`` (same size, other operations), ``constant`` (only scalar constants: torch_xla
   bakes 0 and 1 in), ``none`` (the compiled programs are identical) and ``unknown`` (the
@@ -27,10 +38,16 @@ from enum import Enum
 from xlaprof.analysis import signature_diff as diff
 from xlaprof.analysis.compiles import CompileRecord
 from xlaprof.analysis.findings import Finding, FindingKind
+from xlaprof.analysis.inner_shapes import InnerShapes, varying_intermediates
 from xlaprof.analysis.span_index import NO_SPAN
 from xlaprof.hlo import GraphSignature, HloModules
 
 MAX_LINES_NAMED = 2  # source lines named for a change in graph size
+MAX_ORIGINS_NAMED = 3  # instructions named that make a size inside the graph
+# What usually makes a size inside a graph, by the opcode of the instruction that makes it.
+OPCODE_HINTS = {"iota": "torch.arange or position ids", "slice": "a slice by a Python int",
+                "broadcast": "a tensor made of that size: randn, zeros, full, expand",
+                "pad": "a pad by a Python int", "dynamic-slice": "a slice", "concatenate": "a cat"}
 
 
 class ChangeKind(str, Enum):
@@ -74,6 +91,15 @@ ADVICE = {
 }
 
 
+ADVICE_INNER = (
+    "A size inside the graph comes from a Python int (torch.arange(n), torch.randn(b, n, d, device=...), "
+    "x[:, :n], expand): torch_xla compiles one graph per value. Pad {symbols} to a few sizes ({buckets}) "
+    "and mask the padding, so that a handful of graphs serve every step.")
+ADVICE_STATE_CREATED = (
+    "The optimizer creates its state (e.g. AdamW's exp_avg and exp_avg_sq) at its first step, so the first "
+    "step's graph has fewer inputs than the later ones: one compile more, once; nothing to fix.")
+
+
 @dataclass
 class RecompileExplanation:
     span: str  # the place: the span's name (NO_SPAN outside any span)
@@ -91,6 +117,10 @@ class RecompileExplanation:
     constants: list[dict] = field(default_factory=list)  # changed scalar constants: dtype, values, source
     instruction_counts: list[int] = field(default_factory=list)  # per graph, in compile order
     program_ids: list[int | None] = field(default_factory=list)  # per graph, in compile order
+    # sizes made inside the graphs (inputs unchanged): opcode, op_type, pattern, source, symbols
+    intermediates: list[dict] = field(default_factory=list)
+    # the place's graphs in groups explained apart: kind, compiles, graphs, one_off, summary, program_ids
+    clusters: list[dict] = field(default_factory=list)
 
 
 def explain_recompiles(workers: list[tuple[str, list[CompileRecord], HloModules]]) -> list[RecompileExplanation]:
@@ -98,11 +128,10 @@ def explain_recompiles(workers: list[tuple[str, list[CompileRecord], HloModules]
     for label, records, modules in workers:
         for place, group in _places(records, modules).items():
             graphs = _distinct_graphs(group)
-            signatures = [_signature(modules, r) for r in graphs]
             _mark_changes(group, modules)
             if len(graphs) < 2:
                 continue
-            explanation = _explain(place, graphs, signatures)
+            explanation = _explain(place, graphs, group, modules)
             explanation.workers = [label]
             explanation.compiles = len(group)
             explanation.compile_us = sum(r.dur_us for r in group)
@@ -165,50 +194,140 @@ def _mark_changes(group: list[CompileRecord], modules: HloModules) -> None:
         previous = current if current is not None else previous
 
 
-def _explain(place: tuple, graphs: list[CompileRecord], signatures: list[GraphSignature | None]
+def _explain(place: tuple, graphs: list[CompileRecord], group: list[CompileRecord], modules: HloModules
              ) -> RecompileExplanation:
     span, source, _ = place
     where = f"in {span}" if span != NO_SPAN else "outside any span"
     base = dict(span=span, source=source, workers=[], compiles=0, graphs=len(graphs), compile_us=0.0,
                 program_ids=[r.program_id for r in graphs])
-    known = [s for s in signatures if s is not None]
+    known = [(r, m) for r in graphs if (m := modules.get(r.program_id)) is not None]
     if len(known) < 2:
         return RecompileExplanation(kind=ChangeKind.UNKNOWN, advice=ADVICE[ChangeKind.UNKNOWN], summary=(
             f"{len(graphs)} different graphs compiled {where}; the capture holds the compiled HLO of "
             f"{len(known)} of them."), **base)
-    counts = [s.instruction_count for s in known]
-    base["instruction_counts"] = counts
-    kind, summary, extra = _classify(known, len(graphs))
-    return RecompileExplanation(kind=kind, summary=summary[0].upper() + summary[1:], advice=extra.pop("advice", ADVICE[kind]), **base,
-                                **extra)
+    base["instruction_counts"] = [m.signature.instruction_count for _, m in known]
+    compiles = Counter(r.graph_hash or f"#{r.start_us}" for r in group)
+    counted = lambda rs: sum(compiles[r.graph_hash or f"#{r.start_us}"] for r in rs)  # noqa: E731
+    clusters = _clusters([m for _, m in known])
+    if not any(len(c) > 1 for c in clusters) or len(clusters) == 1:
+        kind, summary, extra = _classify([m for _, m in known], f"across {len(graphs)} compiles")
+        return RecompileExplanation(kind=kind, summary=_capital(summary), advice=extra.pop("advice", ADVICE[kind]),
+                                    **base, **extra)
+    parts, main = [], None
+    for members in clusters:
+        records, mods = [known[k][0] for k in members], [known[k][1] for k in members]
+        n = counted(records)
+        if len(members) > 1:
+            kind, said, extra = _classify(mods, "")
+            advice = extra.pop("advice", ADVICE[kind])
+            if main is None or len(members) > len(main[0]):
+                main = (members, kind, extra)
+        else:
+            kind, said, advice = _one_off(members[0], [m.signature for _, m in known])
+        parts.append(dict(kind=kind.value, compiles=n, graphs=len(members), one_off=len(members) == 1,
+                          summary=f"{n} compile{'s' if n > 1 else ''}: {said[0].lower() + said[1:]}",
+                          program_ids=[r.program_id for r in records], advice=advice))
+    _, kind, extra = main
+    advice = " ".join(dict.fromkeys([p["advice"] for p in parts if p["kind"] == kind.value]
+                                    + [p["advice"] for p in parts]))
+    summary = " ".join(p["summary"].rstrip(".") + "." for p in parts)
+    return RecompileExplanation(kind=kind, summary=_capital(summary), advice=advice, **base, **extra,
+                                clusters=[{k: v for k, v in p.items() if k != "advice"} for p in parts])
 
 
-def _classify(signatures: list[GraphSignature], compiles: int) -> tuple[ChangeKind, str, dict]:
-    across = f"across {compiles} compiles"
+def _capital(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def _clusters(modules: list) -> list[list[int]]:
+    """Graph indices grouped by family (the same number and ranks of inputs and outputs), in
+    order of first appearance: graphs that differ in one way from each other are explained together."""
+    by_family: dict[tuple, list[int]] = {}
+    for k, module in enumerate(modules):
+        by_family.setdefault(module.signature.family, []).append(k)
+    return list(by_family.values())
+
+
+def _one_off(k: int, signatures: list[GraphSignature]) -> tuple[ChangeKind, str, str]:
+    """A graph of a family of its own, said against its neighbour in compile order."""
+    mine = signatures[k]
+    other = signatures[k + 1] if k + 1 < len(signatures) else signatures[k - 1]
+    counts = f"inputs {len(mine.parameters)} -> {len(other.parameters)}" if k == 0 else \
+        f"{len(mine.parameters)} inputs, the others {len(other.parameters)}"
+    if k == 0 and _state_added(mine, other):
+        return ChangeKind.INPUTS, f"the optimizer's state was created at the first step ({counts}), a one-off", \
+            ADVICE_STATE_CREATED
+    return ChangeKind.INPUTS, f"a one-off graph ({counts}): a tensor made or moved to the device on that step only", \
+        ADVICE[ChangeKind.INPUTS]
+
+
+def _state_added(first: GraphSignature, later: GraphSignature) -> bool:
+    """The later graph takes the first one's inputs plus new ones shaped like them (or scalars):
+    state created at the first step, like an optimizer's moments. Inputs whose size changed
+    between the two (a new batch shape) may stand for as many unexplained new ones."""
+    delta = Counter(later.parameters)
+    delta.subtract(Counter(first.parameters))
+    have = set(first.parameters)
+    changed = -sum(n for n in delta.values() if n < 0)
+    new = sum(n for shape, n in delta.items() if n > 0 and shape not in have and shape.dims)
+    return len(later.parameters) > len(first.parameters) and new <= changed
+
+
+def _classify(modules: list, across: str) -> tuple[ChangeKind, str, dict]:
+    signatures = [m.signature for m in modules]
+    across = f" {across}" if across else ""
     if len({s.family for s in signatures}) > 1:
         arities = diff.sizes_text([len(s.parameters) for s in signatures])
-        return ChangeKind.INPUTS, f"The graphs take different inputs ({arities} inputs, or ranks change) {across}.", {}
+        return ChangeKind.INPUTS, f"The graphs take different inputs ({arities} inputs, or ranks change){across}.", {}
     dtypes = diff.changed_dtypes(signatures)
     if dtypes:
         said = "; ".join(f"input {k} is {diff.sizes_text(d)}" for k, d in dtypes)
-        return ChangeKind.DTYPE, f"Input dtypes change {across}: {said}.", {}
+        return ChangeKind.DTYPE, f"Input dtypes change{across}: {said}.", {}
     inputs, sizes = diff.varying_dims(signatures)
     if inputs:
         return _shape_summary(inputs, sizes, across)
+    inner = varying_intermediates(modules)
+    if inner.sizes:
+        return _inner_summary(inner, across)
     counts = [s.instruction_count for s in signatures]
     if len(set(counts)) > 1 or any(s.opcodes != signatures[0].opcodes for s in signatures):
         kind = ChangeKind.GRAPH_SIZE if len(set(counts)) > 1 else ChangeKind.COMPUTATION
-        said = (f"the same inputs and outputs, but {diff.sizes_text(counts)} instructions {across}"
-                if kind is ChangeKind.GRAPH_SIZE else f"the same inputs, outputs and size, but other operations {across}")
+        said = (f"the same inputs and outputs, but {diff.sizes_text(counts)} instructions{across}"
+                if kind is ChangeKind.GRAPH_SIZE else f"the same inputs, outputs and size, but other operations{across}")
         lines = _growing_lines(signatures)
         return kind, f"The graphs have {said}" + (f"; the difference comes from {lines}" if lines else "") + ".", {}
     constants = _constant_changes(signatures)
     if constants:
         said = "; ".join(f"{diff.sizes_text(c['values'])}" + (f" at {c['source']}" if c["source"] else "")
                          for c in constants)
-        return ChangeKind.CONSTANT, f"The graphs differ only in scalar constants {across}: {said}.", {
+        return ChangeKind.CONSTANT, f"The graphs differ only in scalar constants{across}: {said}.", {
             "constants": constants}
-    return ChangeKind.NONE, f"The compiled programs are identical {across}.", {}
+    return ChangeKind.NONE, f"The compiled programs are identical{across}.", {}
+
+
+def _bucket_advice(template: str, sizes: dict[str, list[int]]) -> tuple[dict[str, list[int]], str]:
+    suggested = {sym: diff.buckets(values) for sym, values in sizes.items()}
+    advice = template.format(
+        symbols=" and ".join(suggested), them="them" if len(suggested) > 1 else "it",
+        buckets="; ".join(f"{sym}: {diff.buckets_text(b)}" if len(suggested) > 1 else diff.buckets_text(b)
+                          for sym, b in suggested.items()))
+    return suggested, advice
+
+
+def _inner_summary(inner: InnerShapes, across: str) -> tuple[ChangeKind, str, dict]:
+    values = "; ".join(f"{sym} = {diff.sizes_text(sizes)}" for sym, sizes in inner.sizes.items())
+    made = ", ".join(f"{o.pattern} by {o.opcode}" + (f" at {o.source}" if o.source else
+                                                     f" ({OPCODE_HINTS[o.opcode]})" if o.opcode in OPCODE_HINTS else "")
+                     for o in inner.origins[:MAX_ORIGINS_NAMED])
+    suggested, advice = _bucket_advice(ADVICE_INNER, inner.sizes)
+    if not any(o.source for o in inner.origins):
+        advice += " Run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that makes each size."
+    summary = f"No input changes shape, but sizes inside the graph do: {values}{across}" + (
+        f", made by {made}" if made else "") + "."
+    return ChangeKind.SHAPE, summary, {
+        "sizes": inner.sizes, "buckets": suggested, "advice": advice,
+        "intermediates": [dict(opcode=o.opcode, op_type=o.op_type, pattern=o.pattern, source=o.source,
+                               symbols=list(o.symbols)) for o in inner.origins]}
 
 
 def _shape_summary(inputs: list[diff.SymbolicInput], sizes: dict[str, list[int]], across: str
@@ -219,14 +338,10 @@ def _shape_summary(inputs: list[diff.SymbolicInput], sizes: dict[str, list[int]]
         values = "; ".join(f"{sym} = {diff.sizes_text(sizes[sym])}" for sym in row.symbols)
         parts.append(f"input {row.number} ({row.pattern}{made}): {values}")
     shown = parts[:3] + ([f"and {len(parts) - 3} more inputs"] if len(parts) > 3 else [])
-    suggested = {sym: diff.buckets(values) for sym, values in sizes.items()}
-    advice = ADVICE[ChangeKind.SHAPE].format(
-        symbols=" and ".join(suggested), them="them" if len(suggested) > 1 else "it",
-        buckets="; ".join(f"{sym}: e.g. {', '.join(map(str, b))}" if len(suggested) > 1 else f"e.g. {', '.join(map(str, b))}"
-                          for sym, b in suggested.items()))
+    suggested, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], sizes)
     if not any(r.source for r in inputs):
         advice += " Run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates each input."
-    return ChangeKind.SHAPE, "; ".join(shown) + f" {across}.", {
+    return ChangeKind.SHAPE, "; ".join(shown) + f"{across}.", {
         "inputs": [dict(number=r.number, pattern=r.pattern, source=r.source, symbols=list(r.symbols)) for r in inputs],
         "sizes": sizes, "buckets": suggested, "advice": advice}
 

@@ -8,8 +8,9 @@ Contract (pure functions over ``hlo.GraphSignature``):
   graphs, named by symbols (``B`` for a leading dimension first, then ``S``, ``N``, ...); dims
   that change together (the same sizes in every graph) share a symbol, like a batch size shared
   by the inputs and labels. Returns ``SymbolicInput`` rows and {symbol: sizes per graph}.
-- ``buckets(sizes)``: a few padded sizes that cover ``sizes``: multiples of a power of two
-  when the sizes span less than 8x, else powers of two.
+- ``buckets(sizes)``: a few padded sizes that cover ``sizes``, by a padding rule:
+  multiples of 8 (or of a larger power of two, to keep at most ``MAX_BUCKETS``) when the sizes
+  span less than 8x, else powers of two; ``buckets_text(padded)`` says which.
 - ``sizes_text(values)``: "8, 12, 16, 20, 24", or "21, 22, ..., 39 (19 sizes, growing by 1 every
   compile)" for long runs.
 """
@@ -24,6 +25,7 @@ from xlaprof.hlo import GraphSignature, Shape
 SYMBOLS = "BSNLKMTUVW"
 MAX_LISTED = 8  # sizes listed before eliding
 MAX_BUCKETS = 4
+MIN_BUCKET_STEP = 8  # buckets are multiples of at least 8
 MAX_OPCODES = 3  # opcode deltas named in an instruction-count change
 MAX_CONSTANTS = 3  # changed constants named
 
@@ -112,15 +114,26 @@ def changed_dtypes(signatures: list[GraphSignature]) -> list[tuple[int, list[str
 
 
 def buckets(sizes: list[int]) -> list[int]:
+    """Padded sizes covering ``sizes``: multiples of 8 (of 16, 32, ... when that makes more than
+    ``MAX_BUCKETS``), or powers of two when the sizes span 8x or more."""
     low, high = min(sizes), max(sizes)
     if low <= 0 or high / low >= 8:
         start = max(int(math.ceil(math.log2(max(low, 1)))), 0)
         stop = int(math.ceil(math.log2(max(high, 1))))
         return [2 ** e for e in range(start, stop + 1)]
-    step = 1
+    step = MIN_BUCKET_STEP
     while math.ceil(high / step) - math.ceil(low / step) + 1 > MAX_BUCKETS:
         step *= 2
     return list(range(math.ceil(low / step) * step, math.ceil(high / step) * step + 1, step))
+
+
+def buckets_text(padded: list[int]) -> str:
+    """"multiples of 8: 16, 24, 32", "powers of two: 1, 2, 4, 8", or the one size to pad to."""
+    shown = ", ".join(map(str, padded))
+    if len(padded) == 1:
+        return f"pad to {shown}"
+    steps = {b - a for a, b in zip(padded, padded[1:])}
+    return f"multiples of {steps.pop()}: {shown}" if len(steps) == 1 else f"powers of two: {shown}"
 
 
 def sizes_text(values: list) -> str:

@@ -32,6 +32,9 @@ HLO_PROTO_STAT = "Hlo Proto"
 # (it spans the whole program run); an execution done inline on the calling thread keeps the plain name.
 CPU_EXECUTION_EVENTS = ("ThunkExecutor::Execute", "ThunkExecutor::Execute (wait for completion)")
 CPU_EXECUTION_FALLBACK_EVENTS = ("PjRtCpuExecutable::ExecuteHelper",)
+# One event per PjRt execute of a program on the CPU device (on the dispatching thread): a program run
+# is this and every executor event it starts, the nested executors of the intra-op pool's threads too.
+CPU_PROGRAM_RUN_EVENTS = ("PjRtCpuExecutable::ExecuteHelper",)
 CPU_DEVICE_NAME = "CPU:0"
 # Each thunk of a CPU execution is an event named after its HLO instruction, carrying these stats;
 # its completion marker is a separate "end: <name>" event without them.
