@@ -269,14 +269,17 @@ def _write_json(data, indent: int | None) -> None:
 
 def _analyze(args) -> int:
     from xlaprof.analysis import AnalysisConfig, analyze
-    from xlaprof.report import analysis_json, render_text
     from xlaprof.session import Session
 
     session = Session.load(args.path, progress=True)
     result = analyze(session, AnalysisConfig(debug_file=args.debug_file))
-    if args.json:
+    if args.json:  # the report's modules one by one: a command imports what it needs only
+        from xlaprof.report.json_report import analysis_json
+
         _write_json(analysis_json(result), args.indent)
     else:
+        from xlaprof.report.text import render_text
+
         sys.stdout.write(render_text(result, top=args.top))
     return EXIT_OK
 
