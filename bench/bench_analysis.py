@@ -8,6 +8,9 @@ fresh subprocess so that its peak RSS is its own:
   xlaprof: Session.load + analyze + the JSON report + json.dumps
   xprof:   xspace_to_tool_data([path], "trace_viewer", {})
 Wall time is the work alone (imports excluded); peak RSS is the whole child process's.
+Then, as a person runs it, the command end to end (a fresh ``python -m xlaprof analyze PATH --json``
+with its output to a file: start-up, imports, read, analysis, writing the JSON) against the same
+xprof conversion: the ``cli ratio`` column (target, issue 20: at most 0.05 at 1M events).
 Target (issue 3): at 1M events, xlaprof at most a tenth of xprof's time, with lower peak memory.
 """
 from __future__ import annotations
@@ -54,6 +57,20 @@ def _measure(tool: str, path: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _measure_cli(path: str) -> float:
+    """Seconds of ``xlaprof analyze PATH --json`` in a fresh process, as a person runs it (byte code
+    cached, as after an install: one untimed run first writes it)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    command = [sys.executable, "-m", "xlaprof", "analyze", path, "--json"]
+    times = []
+    for _ in range(2):
+        with open(os.devnull, "wb") as sink:
+            start = time.perf_counter()
+            subprocess.run(command, stdout=sink, stderr=subprocess.DEVNULL, check=True, cwd=REPO, env=env)
+            times.append(time.perf_counter() - start)
+    return times[-1]
+
+
 def _capture(directory: str, target_events: int) -> tuple[str, int]:
     from tests.support.synthetic import bench_capture
 
@@ -73,18 +90,20 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_child(*args.child)))
         return 0
     header = (f"{'events':>9} | {'xlaprof s':>9} {'xprof s':>8} {'ratio':>6} | {'xlaprof us/ev':>13} "
-              f"{'xprof us/ev':>11} | {'xlaprof MB':>10} {'xprof MB':>9} | {'file MB':>7}")
+              f"{'xprof us/ev':>11} | {'xlaprof MB':>10} {'xprof MB':>9} | {'file MB':>7} | "
+              f"{'cli s':>6} {'cli ratio':>9}")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as directory:
         for target in (int(n) for n in args.events.split(",")):
             path, events = _capture(directory, target)
-            ours, theirs = _measure("xlaprof", path), _measure("xprof", path)
+            ours, theirs, cli = _measure("xlaprof", path), _measure("xprof", path), _measure_cli(path)
             assert ours["events"] == events, (ours["events"], events)
             print(f"{events:>9} | {ours['seconds']:>9.2f} {theirs['seconds']:>8.2f} "
                   f"{ours['seconds'] / theirs['seconds']:>6.3f} | {ours['seconds'] / events * 1e6:>13.2f} "
                   f"{theirs['seconds'] / events * 1e6:>11.2f} | {ours['peak_rss_mb']:>10.0f} "
-                  f"{theirs['peak_rss_mb']:>9.0f} | {os.path.getsize(path) / 2**20:>7.1f}", flush=True)
+                  f"{theirs['peak_rss_mb']:>9.0f} | {os.path.getsize(path) / 2**20:>7.1f} | "
+                  f"{cli:>6.2f} {cli / theirs['seconds']:>9.3f}", flush=True)
             os.remove(path)
     return 0
 

@@ -3,22 +3,105 @@
 Contract: ``main(argv)`` returns the exit code: 0 on success, 1 when ``diff --fail-if`` finds a
 budget exceeded (one line per exceeded budget on stderr), 2 on bad input, a malformed budget or
 an unreachable worker (one clear line on stderr, no traceback), 3 when a multi-worker capture is
-partial, 130 on Ctrl-C. ``build_parser()`` documents every subcommand (``xlaprof <cmd> --help``), each
-option with its default.
+partial, 130 on Ctrl-C (SIGINT) and 143 on SIGTERM, each after "xlaprof: interrupted" and after
+the command's own cleanup (a capture removes what it staged; a session already renamed into place
+is whole and kept). The first signal interrupts; later ones, and any after the command finished,
+are ignored, so cleanup is never cut short and the process never dies by the signal.
+``build_parser()`` documents every subcommand (``xlaprof <cmd> --help``), each option with its
+default. JSON goes out compact through orjson (the same keys and values as ``json.dumps``),
+indented on a terminal or with ``--indent N``. The read limits (``--max-capture-size``,
+``--remote-timeout``) are handed on through the environment (``XLAPROF_MAX_CAPTURE_SIZE``,
+``XLAPROF_REMOTE_TIMEOUT``), so every process that reads for the command obeys them.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
+import signal
 import sys
 
 from xlaprof import __version__
 from xlaprof.errors import XlaprofError
 
 EXIT_OK, EXIT_BUDGET_EXCEEDED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 DEFAULT_LOGDIR = "xlaprof-logs"
+# The environment variables the read limits travel in (xlaprof.session.model, xlaprof.session.storage).
+CAPTURE_SIZE_ENV, REMOTE_TIMEOUT_ENV = "XLAPROF_MAX_CAPTURE_SIZE", "XLAPROF_REMOTE_TIMEOUT"
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM, raised in the main thread as Ctrl-C is, so every cleanup runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _Signals:
+    """The first SIGINT/SIGTERM raises ``Interrupted``; later ones are recorded and ignored."""
+
+    def __init__(self) -> None:
+        self.armed = True
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._handle)
+
+    def _handle(self, signum: int, _frame) -> None:
+        if self.armed:
+            self.armed = False
+            raise Interrupted(signum)
+
+    def disarm(self) -> None:
+        self.armed = False
+
+
+class _Deprecated(argparse.Action):
+    """An old spelling of an option: works as ``dest`` does, with a note on stderr."""
+
+    def __init__(self, option_strings, dest, replacement: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, help=f"deprecated spelling of {replacement}", **kwargs)
+        self.replacement = replacement
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"xlaprof: note: {option_string} is deprecated here; use {self.replacement}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def _size(text: str) -> str:
+    from xlaprof.session.storage import parse_size
+
+    try:
+        parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _seconds(text: str) -> str:
+    try:
+        ok = float(text) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of seconds")
+    return text
+
+
+def _add_read_limits(parser: argparse.ArgumentParser, *, captures: bool = True) -> None:
+    if captures:
+        parser.add_argument("--max-capture-size", type=_size, default=None, metavar="SIZE",
+                            help=f"refuse capture files larger than this, e.g. 16GiB (default: 8GiB, "
+                                 f"or {CAPTURE_SIZE_ENV})")
+    parser.add_argument("--remote-timeout", type=_seconds, default=None, metavar="SECONDS",
+                        help=f"give up on a remote logdir (gs://...) that does not answer within this "
+                             f"(default: 20, or {REMOTE_TIMEOUT_ENV})")
+
+
+def _add_json_output(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--json", action="store_true", help=what)
+    parser.add_argument("--indent", type=int, default=None, metavar="N",
+                        help="indent the JSON by N spaces (default: 2 on a terminal, else compact)")
 
 
 class _HelpWithDefaults(argparse.HelpFormatter):
@@ -70,75 +153,133 @@ def build_parser() -> argparse.ArgumentParser:
 
     cap = sub.add_parser("capture", help="capture a profile from running workers", formatter_class=_HelpWithDefaults,
                          description="Capture every listed worker's profiler server at once into one session.")
-    cap.add_argument("--port", type=int, default=9012, help="profiler port of the workers without one in --host")
-    cap.add_argument("--host", default="localhost",
-                     help="worker host(s), comma-separated; an entry may carry its own port: h1,h2:9013")
-    cap.add_argument("--duration", type=float, default=2.0, help="seconds to record")
-    cap.add_argument("--logdir", default=DEFAULT_LOGDIR, help="where sessions go")
+    cap.add_argument("-p", "--port", type=int, default=9012, help="profiler port of the workers without one in --hosts")
+    cap.add_argument("--hosts", default="localhost", metavar="HOSTS",
+                     help="worker host(s), comma-separated, an entry may carry its own port (h1,h2:9013); "
+                          "or @FILE: the hosts listed in FILE, one per line")
+    cap.add_argument("--host", dest="hosts", action=_Deprecated, replacement="--hosts", default=argparse.SUPPRESS)
+    cap.add_argument("-d", "--duration", type=float, default=2.0, help="seconds to record")
+    cap.add_argument("-o", "--logdir", default=DEFAULT_LOGDIR, help="where sessions go")
     cap.add_argument("--name", default=None, help="run name (default: a timestamp; never overwrites)")
     cap.add_argument("--attempts", type=int, default=3, help="tries per worker before it counts as failed")
+    cap.add_argument("--max-concurrent", type=int, default=16, metavar="N",
+                     help="workers captured at once; more are captured in turns of N")
+    _add_read_limits(cap, captures=False)
 
     ana = sub.add_parser("analyze", help="report where the device was idle and why",
                          formatter_class=_HelpWithDefaults,
                          description="Analyse a session directory, a logdir (its newest session) or one .xplane.pb file.")
     ana.add_argument("path", help="session directory, logdir, or .xplane.pb file")
-    ana.add_argument("--json", action="store_true", help="print the JSON report (the contract other tools use)")
+    _add_json_output(ana, "print the JSON report (the contract other tools use)")
     ana.add_argument("--debug-file", default=None,
                      help="a PT_XLA_DEBUG_FILE written with PT_XLA_DEBUG_LEVEL=2, to name compile causes")
     ana.add_argument("--top", type=int, default=10, help="rows per table in the text report")
+    _add_read_limits(ana)
 
     diff = sub.add_parser("diff", help="compare two sessions; with --fail-if, a regression gate",
                           formatter_class=_HelpWithExamples, description=DIFF_HELP, epilog=DIFF_EXAMPLES)
     diff.add_argument("before", help="session directory, logdir, or .xplane.pb file: the baseline")
     diff.add_argument("after", help="session directory, logdir, or .xplane.pb file: the one to judge")
-    diff.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    _add_json_output(diff, "print the comparison as JSON")
     diff.add_argument("--fail-if", action="append", default=[], metavar="BUDGET",
                       help="exit 1 if this budget is exceeded, e.g. 'step_time>+5%%' (repeatable; default: none)")
     diff.add_argument("--top", type=int, default=10, help="findings listed per status in the text report")
+    _add_read_limits(diff)
 
     dash = sub.add_parser("dashboard", help="serve the web dashboard for a logdir", formatter_class=_HelpWithDefaults,
                           description="Browse sessions, timelines, gaps, compiles and metrics in a browser.")
     dash.add_argument("--logdir", default=DEFAULT_LOGDIR, help="logdir to browse")
-    dash.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
-    dash.add_argument("--port", type=int, default=8050, help="port to listen on")
+    dash.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS",
+                      help="address to bind (default: 127.0.0.1, this machine only)")
+    dash.add_argument("--host", dest="bind", action=_Deprecated, replacement="--bind", default=argparse.SUPPRESS)
+    dash.add_argument("-p", "--port", type=int, default=8050, help="port to listen on")
+    _add_read_limits(dash)
 
     demo = sub.add_parser("demo", help="run a sample workload on the CPU XLA device, capture, analyse, serve",
                           formatter_class=_HelpWithDefaults,
                           description="Start a training loop with classic mistakes on the embedded CPU XLA device, "
                                       "capture it, print the analysis, and serve the dashboard on it.")
-    demo.add_argument("--logdir", default=DEFAULT_LOGDIR, help="where the session goes")
-    demo.add_argument("--duration", type=float, default=4.0, help="seconds to capture")
-    demo.add_argument("--port", type=int, default=0, help="worker profiler port (default: a free one)")
+    demo.add_argument("-o", "--logdir", default=DEFAULT_LOGDIR, help="where the session goes")
+    demo.add_argument("-d", "--duration", type=float, default=4.0, help="seconds to capture")
+    demo.add_argument("-p", "--port", type=int, default=0, help="worker profiler port (default: a free one)")
     demo.add_argument("--dashboard-port", type=int, default=8050, help="dashboard port")
     demo.add_argument("--no-dashboard", action="store_true", help="stop after printing the analysis")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="xlaprof: %(message)s")
+    signals = _Signals()
     try:
+        args = build_parser().parse_args(argv)
+        _logging(args.verbose)
+        _hand_on_read_limits(args)
         return _COMMANDS[args.command](args)
     except XlaprofError as exc:
         print(f"xlaprof: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except OSError as exc:  # the environment: a file gone meanwhile, a disk full; one line all the same
+        print(f"xlaprof: error: {exc.filename + ': ' if exc.filename else ''}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt as exc:
         print("xlaprof: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        terminated = isinstance(exc, Interrupted) and exc.signum == signal.SIGTERM
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    finally:
+        signals.disarm()
+
+
+def _logging(verbose: bool) -> None:
+    """xlaprof's own messages as ``xlaprof: ...`` lines; other libraries' (fsspec, aiohttp) only
+    with ``-v``: their retries and tracebacks are not the user's one line."""
+    ours = logging.getLogger("xlaprof")
+    if not ours.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("xlaprof: %(message)s"))
+        ours.addHandler(handler)
+    ours.setLevel(logging.INFO if verbose else logging.WARNING)
+    ours.propagate = False
+    logging.getLogger().setLevel(logging.INFO if verbose else logging.CRITICAL)
+
+
+def _hand_on_read_limits(args) -> None:
+    for option, variable in (("max_capture_size", CAPTURE_SIZE_ENV), ("remote_timeout", REMOTE_TIMEOUT_ENV)):
+        value = getattr(args, option, None)
+        if value is not None:
+            os.environ[variable] = str(value)
+
+
+def _write_json(data, indent: int | None) -> None:
+    """``data`` as JSON on stdout: compact, or indented on a terminal or with ``--indent``; orjson
+    where it can (compact, or by 2), else the standard encoder."""
+    import orjson
+
+    if indent is None and sys.stdout.isatty():
+        indent = 2
+    if indent and indent != 2:
+        import json
+
+        text = (json.dumps(data, indent=indent) + "\n").encode()
+    else:
+        option = orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE | (orjson.OPT_INDENT_2 if indent else 0)
+        text = orjson.dumps(data, option=option)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text)
+    sys.stdout.buffer.flush()
 
 
 def _analyze(args) -> int:
     from xlaprof.analysis import AnalysisConfig, analyze
-    from xlaprof.report import analysis_json, render_text
     from xlaprof.session import Session
 
     session = Session.load(args.path, progress=True)
     result = analyze(session, AnalysisConfig(debug_file=args.debug_file))
-    if args.json:
-        json.dump(analysis_json(result), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    if args.json:  # the report's modules one by one: a command imports what it needs only
+        from xlaprof.report.json_report import analysis_json
+
+        _write_json(analysis_json(result), args.indent)
     else:
+        from xlaprof.report.text import render_text
+
         sys.stdout.write(render_text(result, top=args.top))
     return EXIT_OK
 
@@ -155,8 +296,7 @@ def _diff(args) -> int:
     diff = diff_sessions(before, after)
     results = check_budgets(budgets, diff)
     if args.json:
-        json.dump(diff_json(diff, results), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _write_json(diff_json(diff, results), args.indent)
     else:
         sys.stdout.write(render_diff_text(diff, results, top=args.top))
     exceeded = [r for r in results if r.exceeded]
@@ -166,10 +306,11 @@ def _diff(args) -> int:
 
 
 def _capture(args) -> int:
-    from collectors.capture import capture_session, parse_workers
+    from collectors.capture import capture_session, hosts_spec, parse_workers
 
-    result = capture_session(parse_workers(args.host, args.port), duration_s=args.duration,
-                             logdir=args.logdir, name=args.name, attempts=args.attempts)
+    result = capture_session(parse_workers(hosts_spec(args.hosts), args.port), duration_s=args.duration,
+                             logdir=args.logdir, name=args.name, attempts=args.attempts,
+                             max_concurrent=args.max_concurrent)
     print(result.path)
     return EXIT_OK if result.complete else EXIT_PARTIAL
 
@@ -177,7 +318,7 @@ def _capture(args) -> int:
 def _dashboard(args) -> int:
     from dashboard.server import serve
 
-    serve(args.logdir, host=args.host, port=args.port)
+    serve(args.logdir, host=args.bind, port=args.port)
     return EXIT_OK
 
 

@@ -39,3 +39,12 @@ class MissingExtraError(XlaprofError):
         super().__init__(
             f"{feature} needs the '{module}' package, which is not installed: "
             f"run  pip install 'xlaprof[{extra}]'")
+
+
+class UnsafeFileError(BadProfileError):
+    """A path that must not be opened for reading: not a regular file (a FIFO, a device, a
+    directory), a symlink that loops or leads nowhere, an unreadable file, or one over a size limit."""
+
+
+class StorageTimeoutError(XlaprofError):
+    """A remote logdir (an fsspec URL) that did not answer within the configured time."""

@@ -6,10 +6,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
+from collectors.server import free_port
 from tests.support.workers import REPO, DemoWorker, run_cli
 from xlaprof.session import Session, list_sessions
 
@@ -60,3 +62,78 @@ def test_analyze_never_modifies_its_input(real_capture_path):
     assert (os.path.getsize(real_capture_path), os.path.getmtime(real_capture_path)) == before
     with open(real_capture_path, "rb") as handle:
         assert handle.read() == content
+
+
+def _staged_leftovers(logdir) -> list[str]:
+    root = logdir / "plugins" / "profile"
+    return [n for n in os.listdir(root) if n.startswith(".") and not n.startswith(".xlaprof-index")] \
+        if root.exists() else []
+
+
+def _signal_when(capture: subprocess.Popen, logdir, moment: str, delay_s: float) -> None:
+    """``moment`` "recording": ``delay_s`` after the capture client's log appears (the workers are
+    being asked); "final write": as soon as the staging directory appears (the captures and the
+    manifest being written), then ``delay_s`` later."""
+    root = logdir / "plugins" / "profile"
+    log_prefix = f"xlaprof-capture-{capture.pid}-"
+
+    def started() -> bool:
+        if moment == "recording":
+            return any(f.startswith(log_prefix) for f in os.listdir(tempfile.gettempdir()))
+        return root.exists() and any(n.endswith(".partial") for n in os.listdir(root))
+
+    deadline = time.monotonic() + 60
+    while capture.poll() is None and time.monotonic() < deadline and not started():
+        time.sleep(0.002)
+    time.sleep(delay_s)
+
+
+@pytest.mark.parametrize("signum,moment,delay_s", [
+    (signal.SIGTERM, "recording", 0.3), (signal.SIGINT, "final write", 0.0),
+    (signal.SIGTERM, "final write", 0.0), (signal.SIGTERM, "final write", 0.005)])
+def test_a_signal_at_any_moment_leaves_a_whole_session_or_none(live_worker, tmp_path, signum, moment, delay_s):
+    """SIGTERM is handled as Ctrl-C: whatever the moment, the capture says "interrupted" and exits
+    128+signal with nothing staged left behind, or (the signal came once the session was whole) the
+    session is kept; it never dies by the signal and never leaves a half-written session."""
+    logdir = tmp_path / "logs"
+    capture = subprocess.Popen(
+        [sys.executable, "-m", "xlaprof", "capture", "-p", str(live_worker.port), "-d", "1", "-o", str(logdir)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _signal_when(capture, logdir, moment, delay_s)
+    if capture.poll() is None:
+        capture.send_signal(signum)
+    out, err = capture.communicate(timeout=60)
+    assert capture.returncode in (0, 128 + signum), (capture.returncode, err)  # never < 0: killed by it
+    assert "Traceback" not in err and _staged_leftovers(logdir) == []
+    assert not [f for f in os.listdir(tempfile.gettempdir()) if f.startswith(f"xlaprof-capture-{capture.pid}-")]
+    sessions = list_sessions(str(logdir))
+    if capture.returncode:
+        assert err.strip().splitlines()[-1] == "xlaprof: interrupted"
+    else:
+        assert out.strip().splitlines()[-1] == sessions[0].path
+    assert len(sessions) <= 1
+    for listed in sessions:  # a listed session is whole: its manifest and every capture read
+        assert listed.error is None and listed.manifest["status"] == "complete"
+        assert Session.load(listed.path).event_count > 0
+
+
+def test_a_busy_worker_is_named_busy_and_hosts_come_from_a_file(live_worker, tmp_path):
+    """A worker whose profiler server is serving another capture is "busy", not "no answer";
+    ``--host`` still works with a note."""
+    first = subprocess.Popen(
+        [sys.executable, "-m", "xlaprof", "capture", "--host", f"localhost:{live_worker.port}", "-d", "4",
+         "-o", str(tmp_path / "first")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # the first capture records
+    dead = free_port()
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text(f"# the pod\nlocalhost:{live_worker.port}\nlocalhost:{dead}  # down\n")
+    second = run_cli("capture", "--hosts", f"@{hosts}", "-d", "1", "--attempts", "1", "-o", str(tmp_path / "second"),
+                     timeout=120)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert "--host is deprecated here; use --hosts" in err
+    assert second.returncode == 2 and "Traceback" not in second.stderr
+    line = second.stderr.strip().splitlines()[-1]
+    assert f"localhost:{live_worker.port}: busy: another capture is in progress" in line
+    assert f"localhost:{dead}: no profiler server answered" in line
+    assert not (tmp_path / "second").exists()

@@ -9,18 +9,23 @@ Contract:
   ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
-- ``line_text(location)``: the stripped text of "file:line" when the file is readable here.
+- ``line_text(location)``: the stripped text of "file:line" when the file is readable here: a
+  local regular file of at most ``MAX_SOURCE_BYTES`` (a path named in a capture is never a FIFO
+  or device that would block, nor a URL), else None.
 - ``short_location(location)``: "file.py:42" from "/a/b/file.py:42" (also Windows paths; "" for None).
 """
 from __future__ import annotations
 
 import linecache
+import os
 import re
+import stat
 from dataclasses import dataclass
 from functools import cached_property
 
 from xlaprof.framework_files import is_framework_file
 
+MAX_SOURCE_BYTES = 16 * 2**20  # a source file larger than this is not shown, only named
 _FRAME = re.compile(r"^(.+):(\d+)(?: (.*))?$")  # "path:line function"; a path may hold spaces
 
 
@@ -83,8 +88,19 @@ def line_text(location: str | None) -> str | None:
     file, _, line = location.rpartition(":")
     if not line.isdigit():
         return None
+    if not _small_regular_file(file):  # a path from a capture: never a FIFO, a device, a huge file
+        return None
     text = linecache.getline(file, int(line)).strip()
     return text or None
+
+
+def _small_regular_file(path: str) -> bool:
+    """Whether ``path`` is a local regular file of at most ``MAX_SOURCE_BYTES`` (linecache reads it whole)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SOURCE_BYTES
 
 
 def short_location(location: str | None) -> str:

@@ -9,7 +9,7 @@ Contract (times in microseconds of device time summed over devices, like the JSO
   workers, devices, steps and their median and p90 time, events), small and JSON-ready through
   ``to_dict``/``from_dict``, so ``session.index`` can persist it.
 - ``logdir_figures(logdir)``: every session of the logdir (newest first) with its figures, or the
-  error that kept it from being analysed: from the logdir's persisted ``SessionIndex`` where the
+  error that kept it from being analysed (a run the listing found unreadable is not opened): from the logdir's persisted ``SessionIndex`` where the
   session's files are unchanged, else computed from ``analysis_of(run_dir)`` (by default the
   session read and analysed) and persisted. ``FIGURES_VERSION`` changes whenever what the figures
   mean changes, so figures persisted before are computed again.
@@ -94,6 +94,9 @@ def logdir_figures(logdir: str, *, index: SessionIndex | None = None,
     sessions = list_sessions(logdir)
     rows = []
     for session in sessions:
+        if session.error is not None:  # the listing already knows it cannot be read
+            rows.append(ListedSession(session, None, session.error))
+            continue
         figures, error = index.summary(session, lambda run_dir: session_figures(analysis_of(run_dir)).to_dict(),
                                        SessionFigures.from_dict)
         rows.append(ListedSession(session, figures, error))

@@ -9,18 +9,22 @@ Layout::
 Contract:
 - ``list_sessions(logdir)`` lists complete sessions, newest first. A run directory being written
   is staged under a dot-name and renamed when whole, so it is never listed half-written. A run
-  whose manifest is unreadable is listed with ``manifest == {"error": ...}``.
+  that cannot be read (a manifest that ``read_manifest`` refuses, a capture file that is no
+  regular file or leads nowhere, a run that is a symlink loop) is listed all the same, with its
+  one-line ``error`` (and ``manifest == {}``): one bad run never hides the others. Nothing is
+  opened but the manifests; capture files are only checked (``storage.check_file``).
 - ``new_run_name`` never returns the name of an existing or staged run: a capture never
   overwrites another. It raises ``ValueError`` for a name that is not letters, digits, ``_-.``.
 - The file suffixes are defined here and nowhere else.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
 
-from xlaprof.errors import BadProfileError
+from xlaprof.errors import XlaprofError
 from xlaprof.session import storage
 from xlaprof.session.manifest import read_manifest
 
@@ -90,6 +94,7 @@ class SessionSummary:
     created_unix: float  # seconds since the epoch: the manifest's, else the first capture's mtime
     workers: list[str]  # capture file names without the suffix
     manifest: dict
+    error: str | None = None  # why the run cannot be read, in one line; None: readable
 
 
 def list_sessions(logdir: str) -> list[SessionSummary]:
@@ -100,15 +105,30 @@ def list_sessions(logdir: str) -> list[SessionSummary]:
         if run.startswith("."):
             continue  # staged, not yet whole
         run_dir = storage.join(root, run)
-        files = [f for f in storage.listdir(run_dir) if is_capture_file(f)]
+        try:
+            files = [f for f in storage.listdir(run_dir) if is_capture_file(f)]
+        except XlaprofError as exc:  # a run that is a symlink loop, a directory this user may not list
+            found.append(SessionSummary(run_dir, run, _lmtime(run_dir), [], {}, str(exc)))
+            continue
         if not files:
             continue
+        workers = [f[: -len(XPLANE_SUFFIX)] for f in files]
         try:
             manifest = read_manifest(run_dir)
-        except BadProfileError as exc:  # one bad run must not hide the others; opening it says why
-            manifest = {"error": str(exc)}
+            for f in files:
+                storage.check_file(storage.join(run_dir, f))
+        except XlaprofError as exc:  # one bad run must not hide the others
+            found.append(SessionSummary(run_dir, run, _lmtime(run_dir), workers, {}, str(exc)))
+            continue
         created = manifest.get("created_unix") or storage.mtime(storage.join(run_dir, files[0]))
-        found.append(SessionSummary(run_dir, run, float(created), [f[: -len(XPLANE_SUFFIX)] for f in files],
-                                    manifest))
+        found.append(SessionSummary(run_dir, run, float(created), workers, manifest))
     found.sort(key=lambda s: (s.created_unix, s.run), reverse=True)
     return found
+
+
+def _lmtime(path: str) -> float:
+    """When ``path`` itself (a symlink: the link) last changed; 0 where even that is unknown."""
+    try:
+        return storage.mtime(path) if storage.is_url(path) else os.lstat(path).st_mtime
+    except (OSError, XlaprofError):
+        return 0.0

@@ -6,16 +6,41 @@ Contract:
   only. ``Session.read()`` then reads every worker's capture; ``Session.load(path)`` does both.
 - Both raise ``SessionNotFoundError`` (nothing there) or ``BadProfileError`` (a capture or
   manifest that cannot be read), each with one line naming the file.
+- Hostile files: ``open`` checks every capture file (``storage.check_file``: a regular file, not a
+  FIFO, device, directory or broken symlink, readable, at most ``max_capture_bytes``, by default
+  ``capture_size_limit()``: ``XLAPROF_MAX_CAPTURE_SIZE`` or 8 GiB) before anything reads it, and the
+  manifest field by field (``manifest.read_manifest``). A logdir opens its newest *readable*
+  session: newer runs that cannot be read are skipped, each with a warning naming it and why.
 """
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass, field
 
-from xlaprof.errors import SessionNotFoundError
+from xlaprof.errors import BadProfileError, SessionNotFoundError, XlaprofError
 from xlaprof.session import storage
 from xlaprof.session.layout import XPLANE_SUFFIX, is_capture_file, list_sessions, worker_identity
 from xlaprof.session.manifest import read_manifest
 from xlaprof.xspace.reader import XSpaceData, read_xspace
+
+log = logging.getLogger("xlaprof")
+
+CAPTURE_SIZE_ENV = "XLAPROF_MAX_CAPTURE_SIZE"
+DEFAULT_MAX_CAPTURE_BYTES = 8 * 2**30
+CAPTURE_SIZE_HINT = f"raise the limit with --max-capture-size SIZE (or {CAPTURE_SIZE_ENV})"
+
+
+def capture_size_limit() -> int:
+    """The largest capture file read, in bytes: ``XLAPROF_MAX_CAPTURE_SIZE`` (``8GiB``, ``500MB``),
+    else ``DEFAULT_MAX_CAPTURE_BYTES``."""
+    text = os.environ.get(CAPTURE_SIZE_ENV)
+    if not text:
+        return DEFAULT_MAX_CAPTURE_BYTES
+    try:
+        return storage.parse_size(text)
+    except ValueError as exc:
+        raise XlaprofError(f"{CAPTURE_SIZE_ENV}: {exc}") from None
 
 
 @dataclass
@@ -44,37 +69,53 @@ class Session:
     run: str
     manifest: dict
     workers: list[Worker]
+    max_capture_bytes: int | None = None  # the largest capture file read; None: capture_size_limit()
 
     @classmethod
-    def load(cls, path: str, *, progress: bool = False) -> Session:
+    def load(cls, path: str, *, progress: bool = False, max_capture_bytes: int | None = None) -> Session:
         """Open the session at ``path`` and read every worker's capture.
 
-        ``path`` is a session directory, a logdir (its newest session) or one ``.xplane.pb``
-        file, local or an fsspec URL. With ``progress`` a bar in MB shows on a terminal.
-        Raises ``SessionNotFoundError`` or ``BadProfileError`` with one line naming the file."""
-        return cls.open(path).read(progress=progress)
+        ``path`` is a session directory, a logdir (its newest readable session) or one
+        ``.xplane.pb`` file, local or an fsspec URL. With ``progress`` a bar in MB shows on a
+        terminal. Raises ``SessionNotFoundError`` or ``BadProfileError`` with one line naming the file."""
+        return cls.open(path, max_capture_bytes=max_capture_bytes).read(progress=progress)
 
     @classmethod
-    def open(cls, path: str) -> Session:
-        """The session's layout and manifest, without reading the captures (see ``read``)."""
+    def open(cls, path: str, *, max_capture_bytes: int | None = None) -> Session:
+        """The session's layout and manifest, without reading the captures (see ``read``); every
+        capture file checked (a regular file within the size limit)."""
         path = str(path)
-        if not storage.exists(path):
+        if not storage.lexists(path):
             raise SessionNotFoundError(f"{path}: no such file or directory")
+        if not storage.is_url(path) and not os.path.exists(path):
+            storage.check_file(path)  # a symlink that loops or leads nowhere: says which
         if not storage.isdir(path):
             if not path.endswith(XPLANE_SUFFIX):
                 raise SessionNotFoundError(f"{path}: not a session directory, logdir or {XPLANE_SUFFIX} file")
-            return cls(path, storage.basename(path), {}, [_worker(path, {})])
-        run_dir = _resolve_run_dir(path)
-        manifest = read_manifest(run_dir)
-        entries = {w.get("file"): w for w in manifest.get("workers", [])}
-        files = [f for f in storage.listdir(run_dir) if is_capture_file(f)]
-        workers = [_worker(storage.join(run_dir, f), entries.get(f, {})) for f in files]
-        return cls(run_dir, storage.basename(run_dir), manifest, workers)
+            session = cls(path, storage.basename(path), {}, [_worker(path, {})], max_capture_bytes)
+        else:
+            run_dir = _resolve_run_dir(path)
+            manifest = read_manifest(run_dir)
+            entries = {w.get("file"): w for w in manifest.get("workers") or []}
+            files = [f for f in storage.listdir(run_dir) if is_capture_file(f)]
+            workers = [_worker(storage.join(run_dir, f), entries.get(f, {})) for f in files]
+            session = cls(run_dir, storage.basename(run_dir), manifest, workers, max_capture_bytes)
+        for worker in session.workers:
+            session.check_capture(worker.path)
+        return session
+
+    @property
+    def capture_limit(self) -> int:
+        return self.max_capture_bytes if self.max_capture_bytes is not None else capture_size_limit()
+
+    def check_capture(self, path: str) -> int:
+        """The size of one of its capture files; ``UnsafeFileError`` when it must not be read."""
+        return storage.check_file(path, self.capture_limit, CAPTURE_SIZE_HINT)
 
     def read(self, *, progress: bool = False) -> Session:
         """Read the captures not read yet; returns the session itself."""
         pending = [w for w in self.workers if w.space is None]
-        sizes = [_size(w.path) for w in pending]
+        sizes = [self.check_capture(w.path) for w in pending]
         bar = None
         if progress and pending:
             from xlaprof.progress import progress_bar
@@ -82,7 +123,8 @@ class Session:
             bar = progress_bar(desc="reading captures", total=round(sum(sizes) / 2**20, 1), unit="MB")
         try:
             for worker, size in zip(pending, sizes):
-                worker.space = read_xspace(storage.read_bytes(worker.path), source=worker.path)
+                data = storage.read_bytes(worker.path, self.capture_limit, CAPTURE_SIZE_HINT)
+                worker.space = read_xspace(data, source=worker.path)
                 if bar is not None:
                     bar.update(round(size / 2**20, 1))
         finally:
@@ -99,13 +141,6 @@ class Session:
         return sum(w.space.event_count for w in self.workers if w.space is not None)
 
 
-def _size(path: str) -> int:
-    try:
-        return storage.size(path)
-    except OSError:
-        return 0
-
-
 def _worker(path: str, entry: dict) -> Worker:
     name, host, port = worker_identity(path)
     return Worker(name, entry.get("host", host), entry.get("port", port), path, entry)
@@ -120,4 +155,9 @@ def _resolve_run_dir(path: str) -> str:
         raise SessionNotFoundError(
             f"{path}: no profile sessions here (expected {XPLANE_SUFFIX} files, or a logdir "
             f"with plugins/profile/<run>/)")
-    return sessions[0].path
+    readable = next((s for s in sessions if s.error is None), None)
+    if readable is None:
+        raise BadProfileError(f"{path}: no readable session here; the newest: {sessions[0].error}")
+    for skipped in sessions[: sessions.index(readable)]:
+        log.warning("skipping session %s, which cannot be read: %s", skipped.run, skipped.error)
+    return readable.path
