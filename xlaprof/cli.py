@@ -96,6 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="exit 1 if this budget is exceeded, e.g. 'step_time>+5%%' (repeatable; default: none)")
     diff.add_argument("--top", type=int, default=10, help="findings listed per status in the text report")
 
+    exp = sub.add_parser("export", help="write a session as a Perfetto or Chrome trace, with xlaprof's idle gaps",
+                         formatter_class=_HelpWithDefaults,
+                         description="Write the capture's device and host timelines, spans and sampled Python "
+                                     "stacks, with xlaprof's idle gaps by cause (line, stack and finding as args) "
+                                     "and its findings as instants, for ui.perfetto.dev or chrome://tracing.")
+    exp.add_argument("path", help="session directory, logdir, or .xplane.pb file")
+    exp.add_argument("--format", choices=("perfetto", "chrome"), default="perfetto",
+                     help="perfetto: a protobuf trace (ui.perfetto.dev); chrome: JSON (chrome://tracing)")
+    exp.add_argument("-o", "--output", required=True, help="the file to write (replaced only when the export is whole)")
+    exp.add_argument("--debug-file", default=None,
+                     help="a PT_XLA_DEBUG_FILE written with PT_XLA_DEBUG_LEVEL=2, to name compile causes")
+
     dash = sub.add_parser("dashboard", help="serve the web dashboard for a logdir", formatter_class=_HelpWithDefaults,
                           description="Browse sessions, timelines, gaps, compiles and metrics in a browser.")
     dash.add_argument("--logdir", default=DEFAULT_LOGDIR, help="logdir to browse")
@@ -165,6 +177,19 @@ def _diff(args) -> int:
     return EXIT_BUDGET_EXCEEDED if exceeded else EXIT_OK
 
 
+def _export(args) -> int:
+    from xlaprof.analysis import AnalysisConfig, analyze
+    from xlaprof.export import check_output, export_trace
+    from xlaprof.session import Session
+
+    check_output(args.output, args.format)  # a bad output fails before the session is read
+    result = analyze(Session.load(args.path, progress=True), AnalysisConfig(debug_file=args.debug_file))
+    model = export_trace(result, args.output, args.format)
+    print(f"{args.output}: {model.slice_count:,} slices and {len(model.instants)} findings on {len(model.tracks)} "
+          f"tracks ({args.format})")
+    return EXIT_OK
+
+
 def _capture(args) -> int:
     from collectors.capture import capture_session, parse_workers
 
@@ -204,7 +229,8 @@ def _demo(args) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"capture": _capture, "analyze": _analyze, "diff": _diff, "dashboard": _dashboard, "demo": _demo}
+_COMMANDS = {"capture": _capture, "analyze": _analyze, "diff": _diff, "export": _export, "dashboard": _dashboard,
+             "demo": _demo}
 
 if __name__ == "__main__":
     sys.exit(main())
