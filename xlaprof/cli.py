@@ -148,10 +148,10 @@ def _analyze(args) -> int:
     session = Session.load(args.path, progress=True)
     result = analyze(session, AnalysisConfig(debug_file=args.debug_file))
     if args.json:
-        json.dump(analysis_json(result), sys.stdout, indent=2)
+        json.dump(analysis_json(result, source_root=os.getcwd()), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(result, top=args.top))
+        sys.stdout.write(render_text(result, top=args.top, source_root=os.getcwd()))
     return EXIT_OK
 
 
@@ -167,10 +167,10 @@ def _diff(args) -> int:
     diff = diff_sessions(before, after)
     results = check_budgets(budgets, diff)
     if args.json:
-        json.dump(diff_json(diff, results), sys.stdout, indent=2)
+        json.dump(diff_json(diff, results, source_root=os.getcwd()), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_diff_text(diff, results, top=args.top))
+        sys.stdout.write(render_diff_text(diff, results, top=args.top, source_root=os.getcwd()))
     exceeded = [r for r in results if r.exceeded]
     for result in exceeded:
         print(f"xlaprof: budget exceeded: {result.message}", file=sys.stderr)
@@ -217,7 +217,7 @@ def _demo(args) -> int:
 
         check_port("127.0.0.1", args.dashboard_port)  # fail now, not after the capture
     path = capture_demo(logdir=args.logdir, duration_s=args.duration, port=args.port)
-    sys.stdout.write(render_text(analyze(Session.load(path))))
+    sys.stdout.write(render_text(analyze(Session.load(path)), source_root=os.getcwd()))
     print(f"\nsession: {path}")
     print(f"again with: xlaprof analyze {path}   (or --json)")
     if args.no_dashboard:
