@@ -13,7 +13,10 @@ In the training process (needs torch_xla, the ``worker`` extra):
 
 Anywhere (no torch needed):
 - ``Session.load(path)``: a captured session, read from disk.
-- ``analyze(session)``: where the devices were idle and why (a ``SessionAnalysis``).
+- ``analyze(path)``: where the devices were idle and why (a ``SessionAnalysis``; ``path`` a session
+  directory, a logdir, a ``.xplane.pb`` file or a ``Session``). Its tables convert to pandas:
+  ``result.gaps.to_pandas()``, and ``findings``, ``idle_by_line``, ``steps``, ``graphs``, ``ops``,
+  ``compiles``; in Jupyter it shows a short HTML summary.
 
 ``import xlaprof`` stays light: each name is imported on first use. The facade is the one place
 besides the CLI that reaches both the worker side (``collectors``) and the core.

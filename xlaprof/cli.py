@@ -186,6 +186,18 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--top", type=int, default=10, help="findings listed per status in the text report")
     _add_read_limits(diff)
 
+    exp = sub.add_parser("export", help="write a session as a Perfetto or Chrome trace, with xlaprof's idle gaps",
+                         formatter_class=_HelpWithDefaults,
+                         description="Write the capture's device and host timelines, spans and sampled Python "
+                                     "stacks, with xlaprof's idle gaps by cause (line, stack and finding as args) "
+                                     "and its findings as instants, for ui.perfetto.dev or chrome://tracing.")
+    exp.add_argument("path", help="session directory, logdir, or .xplane.pb file")
+    exp.add_argument("--format", choices=("perfetto", "chrome"), default="perfetto",
+                     help="perfetto: a protobuf trace (ui.perfetto.dev); chrome: JSON (chrome://tracing)")
+    exp.add_argument("-o", "--output", required=True, help="the file to write (replaced only when the export is whole)")
+    exp.add_argument("--debug-file", default=None,
+                     help="a PT_XLA_DEBUG_FILE written with PT_XLA_DEBUG_LEVEL=2, to name compile causes")
+
     dash = sub.add_parser("dashboard", help="serve the web dashboard for a logdir", formatter_class=_HelpWithDefaults,
                           description="Browse sessions, timelines, gaps, compiles and metrics in a browser.")
     dash.add_argument("--logdir", default=DEFAULT_LOGDIR, help="logdir to browse")
@@ -276,11 +288,11 @@ def _analyze(args) -> int:
     if args.json:  # the report's modules one by one: a command imports what it needs only
         from xlaprof.report.json_report import analysis_json
 
-        _write_json(analysis_json(result), args.indent)
+        _write_json(analysis_json(result, source_root=os.getcwd()), args.indent)
     else:
         from xlaprof.report.text import render_text
 
-        sys.stdout.write(render_text(result, top=args.top))
+        sys.stdout.write(render_text(result, top=args.top, source_root=os.getcwd()))
     return EXIT_OK
 
 
@@ -296,13 +308,26 @@ def _diff(args) -> int:
     diff = diff_sessions(before, after)
     results = check_budgets(budgets, diff)
     if args.json:
-        _write_json(diff_json(diff, results), args.indent)
+        _write_json(diff_json(diff, results, source_root=os.getcwd()), args.indent)
     else:
-        sys.stdout.write(render_diff_text(diff, results, top=args.top))
+        sys.stdout.write(render_diff_text(diff, results, top=args.top, source_root=os.getcwd()))
     exceeded = [r for r in results if r.exceeded]
     for result in exceeded:
         print(f"xlaprof: budget exceeded: {result.message}", file=sys.stderr)
     return EXIT_BUDGET_EXCEEDED if exceeded else EXIT_OK
+
+
+def _export(args) -> int:
+    from xlaprof.analysis import AnalysisConfig, analyze
+    from xlaprof.export import check_output, export_trace
+    from xlaprof.session import Session
+
+    check_output(args.output, args.format)  # a bad output fails before the session is read
+    result = analyze(Session.load(args.path, progress=True), AnalysisConfig(debug_file=args.debug_file))
+    model = export_trace(result, args.output, args.format)
+    print(f"{args.output}: {model.slice_count:,} slices and {len(model.instants)} findings on {len(model.tracks)} "
+          f"tracks ({args.format})")
+    return EXIT_OK
 
 
 def _capture(args) -> int:
@@ -333,7 +358,7 @@ def _demo(args) -> int:
 
         check_port("127.0.0.1", args.dashboard_port)  # fail now, not after the capture
     path = capture_demo(logdir=args.logdir, duration_s=args.duration, port=args.port)
-    sys.stdout.write(render_text(analyze(Session.load(path))))
+    sys.stdout.write(render_text(analyze(Session.load(path)), source_root=os.getcwd()))
     print(f"\nsession: {path}")
     print(f"again with: xlaprof analyze {path}   (or --json)")
     if args.no_dashboard:
@@ -345,7 +370,8 @@ def _demo(args) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"capture": _capture, "analyze": _analyze, "diff": _diff, "dashboard": _dashboard, "demo": _demo}
+_COMMANDS = {"capture": _capture, "analyze": _analyze, "diff": _diff, "export": _export, "dashboard": _dashboard,
+             "demo": _demo}
 
 if __name__ == "__main__":
     sys.exit(main())

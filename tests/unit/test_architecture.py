@@ -7,6 +7,7 @@ three packages (lazy ones inside functions included) is checked against an allow
     xlaprof.hlo                         -> errors, xspace
     xlaprof.analysis                    -> errors, units, xspace, hlo, session
     xlaprof.report                      -> errors, units, xspace, hlo, session, analysis
+    xlaprof.export                      -> errors, units, xspace, hlo, session, analysis (beside report)
     collectors                          -> xlaprof (the version), errors, progress, units, xspace, session
     dashboard                           -> any of xlaprof but the CLI; never collectors
     xlaprof (facade), xlaprof.cli       entry points: reach every package, lazily
@@ -41,6 +42,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "collectors": CORE + ("xlaprof.xspace", "xlaprof.session", "=xlaprof.__version__"),
     # The demo workload plays the user: it instruments itself through the public facade.
     "collectors.demo_worker": CORE + ("=xlaprof",),
+    "xlaprof.export": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
     "dashboard": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis",
                          "xlaprof.report"),
     # Entry points: the public facade and the command line.
@@ -146,6 +148,8 @@ def test_every_import_points_the_way_the_architecture_says():
     ("xlaprof.report.text", "import torch_xla"),
     ("xlaprof.session.model", "from xprof.convert import _pywrap_profiler_plugin"),
     ("xlaprof.analysis.steps", "import dash"),
+    ("xlaprof.export.trace_model", "from xlaprof.report import analysis_json"),
+    ("xlaprof.analysis.findings", "from xlaprof.export import export_trace"),
 ])
 def test_a_violating_import_is_caught(module, source):
     assert violations(module, source)

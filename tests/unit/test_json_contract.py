@@ -1,16 +1,23 @@
 """The JSON contract does not move: every key frozen before the architecture change is still
 in ``xlaprof analyze --json`` (more keys are welcome), on a synthetic pod that exercises them all
-but the worker metrics (the integration tests check those on a real capture)."""
+but the worker metrics (the integration tests check those on a real capture). Since issue 21 it is
+versioned: ``schema_version``, times rounded to the nanosecond, paths relative to a stated
+``source_root``, and valid against the schemas published in the package."""
 from __future__ import annotations
 
 import json
+
+import jsonschema
 
 from tests.support.contract import CONTRACT_KEYS, key_paths
 from tests.support.debug_samples import TEXT, debug_block
 from tests.support.hlo_builder import MLP_OPS, mlp_module
 from tests.support.synthetic import StepProgram, TrainingShape, training_capture, write_session
 from xlaprof.analysis import analyze
-from xlaprof.report import analysis_json
+from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis.session_diff import diff_sessions
+from xlaprof.report import analysis_json, diff_json
+from xlaprof.report.json_contract import SCHEMA_VERSION, schema
 from xlaprof.session import Session
 
 NEEDS_METRICS = {k for k in CONTRACT_KEYS if k.startswith("metrics.")}
@@ -36,3 +43,64 @@ def test_key_paths_see_a_missing_key():
     assert key_paths(report) == {"compiles", "compiles.count", "compiles.by_span", "compiles.by_span.*",
                                  "gaps", "gaps[].cause"}
     assert not CONTRACT_KEYS <= key_paths(report)
+
+
+def _pod_report(tmp_path, **options) -> tuple[dict, object]:
+    run = write_session(str(tmp_path), "pod", {
+        "w0_9012": training_capture(steps=12, devices=2, read_every=1, recompile_every=4, sampled=True,
+                                    script="/work/project/train.py"),
+        "w1_9012": training_capture(steps=12, devices=2, read_every=2, script="/work/project/train.py")})
+    analysis = analyze(Session.load(run))
+    return analysis_json(analysis, **options), analysis
+
+
+def _floats_under_us(value, time=False):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _floats_under_us(v, (time or k.endswith("_us")) and k != "relative")
+    elif isinstance(value, list):
+        for v in value:
+            yield from _floats_under_us(v, time)
+    elif isinstance(value, float) and time:
+        yield value
+
+
+def test_the_report_is_versioned_rounded_and_valid_against_the_published_schema(tmp_path):
+    report, _ = _pod_report(tmp_path)
+    assert list(report)[0] == "schema_version" and report["schema_version"] == SCHEMA_VERSION == "2.0"
+    jsonschema.validate(json.loads(json.dumps(report)), schema("analysis"))
+    times = list(_floats_under_us(report))
+    assert len(times) > 100 and all(t == round(t, 3) for t in times)
+    assert any(t != round(t) for t in times)  # rounded to the nanosecond, not to the microsecond
+
+
+def test_paths_under_the_source_root_are_relative_to_it(tmp_path):
+    absolute, _ = _pod_report(tmp_path / "a")
+    relative, analysis = _pod_report(tmp_path / "b", source_root="/work/project")
+    assert absolute["source_root"] is None and relative["source_root"] == "/work/project"
+    assert relative["session"] == analysis.session.path  # the session's own path stays whole
+    read = next(f for f in relative["findings"] if f["kind"] == "transfer_from_device")
+    assert read["source"] == "train.py:57" and read["stack"][-1] == "train.py:57 log_loss"
+    assert next(f for f in absolute["findings"] if f["kind"] == "transfer_from_device")["source"] == \
+        "/work/project/train.py:57"
+    assert "/work/project/" not in json.dumps({k: v for k, v in relative.items() if k != "source_root"})
+    assert relative["transfers_from_device"]["by_source"] == {
+        k.replace("/work/project/", ""): v for k, v in absolute["transfers_from_device"]["by_source"].items()}
+
+
+def test_the_schema_lists_the_causes_of_the_code():
+    for name in ("analysis", "diff"):
+        defs = schema(name)["$defs"]
+        assert defs["cause"]["enum"] == [c.value for c in CAUSES], (
+            f"{name}.schema.json: make $defs.cause and $defs.idle_by_cause.required the causes of "
+            f"xlaprof.analysis.attribution.CAUSES, and raise SCHEMA_VERSION's minor number")
+        assert sorted(defs["idle_by_cause"]["required"]) == sorted(c.value for c in CAUSES)
+
+
+def test_a_diff_is_versioned_and_valid_against_the_published_schema(tmp_path):
+    before = write_session(str(tmp_path), "before", {"w_9012": training_capture(steps=20, devices=2, read_every=1)})
+    after = write_session(str(tmp_path), "after", {"w_9012": training_capture(steps=20, devices=2, read_every=0)})
+    data = diff_json(diff_sessions(analyze(Session.load(before)), analyze(Session.load(after))))
+    assert data["schema_version"] == SCHEMA_VERSION and data["findings"]
+    jsonschema.validate(json.loads(json.dumps(data)), schema("diff"))
+    assert all(t == round(t, 3) for t in _floats_under_us(data))

@@ -55,6 +55,11 @@ class CompileSummary:
     recompiled_spans: dict[str, int] = field(default_factory=dict)  # span -> distinct graphs (> 1)
     # torch_xla's most frequent (cause, user line) per span, where a debug file was joined
     trigger_by_span: dict[str, CompileTrigger] = field(default_factory=dict)
+    events: list = field(default_factory=list)  # every compile (a tables.Table of CompileRecord rows with worker)
+
+    def to_pandas(self):
+        """Every compile as a DataFrame row (worker, start_us, dur_us, graph_hash, span, source, ...)."""
+        return self.events.to_pandas()
 
 
 def compile_records(host: HostActivity, debug: DebugInfo | None = None) -> list[CompileRecord]:

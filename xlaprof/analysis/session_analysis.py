@@ -5,12 +5,16 @@ microseconds of device time, summed over devices; ``idle_by_cause`` adds up to `
 The analysis only reads the model; it never plots, never writes, and never serializes (the JSON
 contract is ``xlaprof.report.json_report``). A session opened but not read yet is read first.
 A worker whose capture shows no device activity is reported in ``errors``; a session in which
-no worker has any raises ``BadProfileError``.
+no worker has any raises ``BadProfileError``. ``analyze`` takes a path too. For notebooks
+(issue 21): the result's tables ``gaps``, ``findings``, ``idle_by_line``, ``steps``, ``graphs``,
+``ops`` and ``compiles`` (its per-compile ``events``) are ``tables.Table``s with
+``to_pandas()``, and the result shows itself as a short HTML summary (``summary_html``).
 """
 from __future__ import annotations
 
+import os
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -26,7 +30,7 @@ from xlaprof.analysis.compiles import (
     summarize_compiles,
 )
 from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
-from xlaprof.analysis.device_profile import DeviceProfile, device_profile
+from xlaprof.analysis.device_profile import DeviceProfile, GraphProfile, OpStat, device_profile
 from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
 from xlaprof.analysis.findings import ExecutionCause, Finding, rank_findings
 from xlaprof.analysis.host_activity import HostActivity
@@ -35,6 +39,8 @@ from xlaprof.analysis.programs import ProgramExecutions, compile_programs, progr
 from xlaprof.analysis.reads import ReadSummary, merge_reads, summarize_reads
 from xlaprof.analysis.recompiles import RecompileExplanation, explain_findings, explain_recompiles
 from xlaprof.analysis.steps import StepTable, step_table
+from xlaprof.analysis.summary_html import summary_html
+from xlaprof.analysis.tables import Table, columns_of
 from xlaprof.analysis.worker_comparison import WorkerComparison, compare_workers
 from xlaprof.errors import BadProfileError
 from xlaprof.hlo import HloModules, hlo_modules
@@ -44,6 +50,7 @@ from xlaprof.session.manifest import WorkerStatus
 from xlaprof.xspace.metrics import MetricsDelta, window_metrics
 
 HOST_RECORDED_SHARE = 0.5
+GAP_COLUMNS = ("worker", "device", "start_us", "dur_us", "cause", "span", "source", "stack", "at_capture_edge")
 NO_STACKS_NOTE = ("no Python stacks in the capture of {workers} (a worker without xlaprof's stack sampler: "
                   "xp.start_server, an older xlaprof, one installed without a C compiler, or stack_hz=0): "
                   "lines come from spans only")
@@ -121,6 +128,49 @@ class SessionAnalysis:
     idle_by_line: list[LineIdle] = field(default_factory=list)  # Python lines by the idle time they caused
     notes: list[str] = field(default_factory=list)  # what the analysis could not do, said once
 
+    def _repr_html_(self) -> str:
+        return summary_html(self)
+
+    @property
+    def gaps(self) -> Table:
+        """Every idle gap piece: worker, device, start_us, dur_us, cause, span, source, stack, at_capture_edge."""
+        rows = Table(columns=GAP_COLUMNS)
+        for w in self.workers:
+            p, edge = w.pieces, w.at_capture_edge()
+            for i in range(len(p)):
+                span, source, stack = w.piece_place(i)
+                rows.append({"worker": w.worker.label, "device": w.devices[p.device[i]].name,
+                             "start_us": float(p.start_us[i]), "dur_us": float(p.dur_us[i]),
+                             "cause": CAUSES[p.cause[i]].value, "span": span, "source": source, "stack": stack,
+                             "at_capture_edge": bool(edge[i])})
+        return rows
+
+    @property
+    def steps(self) -> Table:
+        """Every step of every worker: worker, step, name, start_us, wall_us, busy_us and idle us per cause."""
+        rows = Table(columns=("worker", "step", "name", "start_us", "wall_us", "busy_us") + tuple(
+            f"idle_{c.value}_us" for c in CAUSES))
+        for w in self.workers:
+            t = w.steps
+            for i in range(len(t)):
+                rows.append({"worker": w.worker.label, "step": int(t.step[i]), "name": t.name[i],
+                             "start_us": float(t.start_us[i]), "wall_us": float(t.end_us[i] - t.start_us[i]),
+                             "busy_us": float(t.busy_us[i]),
+                             **{f"idle_{c.value}_us": float(t.idle_us[i, k]) for k, c in enumerate(CAUSES)}})
+        return rows
+
+    @property
+    def graphs(self) -> Table:
+        """Device time per compiled graph (``device_profile.graphs``; each row's ``ops`` nested)."""
+        return Table(self.device_profile.graphs, columns_of(GraphProfile))
+
+    @property
+    def ops(self) -> Table:
+        """Every graph's HLO ops by self time, with the graph's worker, program_id and module."""
+        return Table(({"worker": g.worker, "program_id": g.program_id, "module": g.module, **asdict(op)}
+                      for g in self.device_profile.graphs for op in g.ops),
+                     ("worker", "program_id", "module") + columns_of(OpStat))
+
     @cached_property
     def device_profile(self) -> DeviceProfile:
         """Device time by graph, HLO instruction and Python line (computed on first use)."""
@@ -162,12 +212,18 @@ class SessionAnalysis:
         return sum(len(w.pieces) for w in self.workers)
 
 
-def analyze(session: Session, config: AnalysisConfig | None = None) -> SessionAnalysis:
+def analyze(session: Session | str | os.PathLike, config: AnalysisConfig | None = None) -> SessionAnalysis:
     """Attribute every microsecond of device idle time in ``session`` to a cause and a span.
 
-    ``session`` comes from ``Session.load(path)`` (or ``Session.open(path)``: its captures are
-    read here). ``config`` tunes the report (``AnalysisConfig``). Returns a ``SessionAnalysis``.
-    Raises ``BadProfileError`` when no worker's capture holds any device activity."""
+    ``session`` is a path (a session directory, a logdir: its newest session, or one
+    ``.xplane.pb`` file), or a ``Session`` from ``Session.load(path)`` (or ``Session.open(path)``:
+    its captures are read here). ``config`` tunes the report (``AnalysisConfig``). Returns a
+    ``SessionAnalysis``, whose tables (``gaps``, ``findings``, ``idle_by_line``, ``steps``,
+    ``graphs``, ``ops``, ``compiles``) each convert with ``.to_pandas()``.
+    Raises ``SessionNotFoundError`` for a path that holds no session, and ``BadProfileError``
+    when no worker's capture holds any device activity."""
+    if not isinstance(session, Session):
+        session = Session.load(os.fspath(session))
     config = config or AnalysisConfig()
     session.read()
     workers, errors = [], []
@@ -182,14 +238,17 @@ def analyze(session: Session, config: AnalysisConfig | None = None) -> SessionAn
     if not workers:
         raise BadProfileError(errors[0] if errors else f"{session.path}: nothing to analyse")
     compiles = summarize_compiles([r for w in workers for r in w.compiles])
+    compiles.events = Table((dict(asdict(r), worker=w.worker.label) for w in workers for r in w.compiles),
+                            ("worker",) + columns_of(CompileRecord))
     reads = merge_reads([w.reads for w in workers])
     executions = _execution_causes(workers)
     costs = cause_costs(workers)
     findings = rank_findings(costs, compiles, reads, _fallbacks(workers), executions)
     recompiles = explain_recompiles([(w.worker.label, w.compiles, w.hlo) for w in workers])
     explain_findings(findings, recompiles)
-    return SessionAnalysis(session, workers, findings, compiles, reads, compare_workers(workers), executions,
-                           config, errors, recompiles, idle_by_line(costs), _notes(workers))
+    return SessionAnalysis(session, workers, Table(findings, columns_of(Finding)), compiles, reads,
+                           compare_workers(workers), executions, config, errors, recompiles,
+                           Table(idle_by_line(costs), columns_of(LineIdle)), _notes(workers))
 
 
 def _notes(workers: list[WorkerAnalysis]) -> list[str]:

@@ -12,7 +12,9 @@ one-line answer, ``report.verdict``), ``step_time`` (null without steps: ``steps
 changed or unchanged; ``kind``, ``span``, ``source``, ``lost_us`` and ``count`` as changes, and
 the finding itself ``before``/``after`` as in ``analyze --json``, null where absent), ``workers``
 (per pair of workers of a pod; empty for one worker on each side), ``unpaired_workers`` and
-``budgets`` (each ``budget``, ``exceeded``, ``message``).
+``budgets`` (each ``budget``, ``exceeded``, ``message``). Versioned as ``analyze --json``
+(``json_contract``: ``schema_version``, rounded times, paths relative to ``source_root``); the
+published schema is ``schemas/diff.schema.json``.
 """
 from __future__ import annotations
 
@@ -20,11 +22,12 @@ from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.budgets import BudgetResult
 from xlaprof.analysis.finding_match import FindingChange
 from xlaprof.analysis.session_diff import Change, SessionDiff, StepTimeChange, WorkerDiff
+from xlaprof.report.json_contract import finalize
 from xlaprof.report.json_report import finding_json
 from xlaprof.report.verdict import verdict
 
 
-def diff_json(diff: SessionDiff, budgets: list[BudgetResult] = ()) -> dict:
+def diff_json(diff: SessionDiff, budgets: list[BudgetResult] = (), source_root: str | None = None) -> dict:
     config = diff.config
     method = (f"percentile bootstrap over steps, sessions resampled independently, {config.resamples} "
               f"resamples, seed {config.seed}")
@@ -44,7 +47,7 @@ def diff_json(diff: SessionDiff, budgets: list[BudgetResult] = ()) -> dict:
         "unpaired_workers": diff.unpaired,
         "budgets": [{"budget": r.budget.text, "exceeded": r.exceeded, "message": r.message} for r in budgets],
     }
-    return {"verdict": verdict(data), **data}
+    return finalize({"verdict": verdict(data), **data}, source_root)
 
 
 def change_json(change: Change) -> dict:

@@ -1,11 +1,11 @@
 """The terminal report of ``xlaprof diff``: the verdict first, then the figures behind it.
 
-Contract: ``render_diff_text(diff, budgets, top=10)`` returns plain text (no colour codes, fits
+Contract: ``render_diff_text(diff, budgets, top=10, source_root=None)`` returns plain text (no colour codes, fits
 100 columns) rendered from ``diff_json`` (so text and JSON never disagree): the two sessions,
 the verdict, step time (median and p90 with their confidence intervals), device idle by cause,
 compiles and reads, the findings that were resolved, are new or changed (``top`` of each), per
 pair of workers of a pod, and the budgets checked. Times by
-``xlaprof.units.format_duration``.
+``xlaprof.units.format_duration``; paths under ``source_root`` relative to it.
 """
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ def _ci(ci: list | None) -> str:
     return format_interval(ci) if ci else "too few steps for a CI"
 
 
-def render_diff_text(diff: SessionDiff, budgets: list[BudgetResult] = (), top: int = 10) -> str:
-    data = diff_json(diff, budgets)
+def render_diff_text(diff: SessionDiff, budgets: list[BudgetResult] = (), top: int = 10,
+                     source_root: str | None = None) -> str:
+    data = diff_json(diff, budgets, source_root)
     out = ["xlaprof diff\n"]
     for side in ("before", "after"):
         s = data[side]

@@ -17,6 +17,9 @@ stacks where there is one, and ``stack`` the frames from the thread's outermost 
 ``idle_by_line`` ranks Python lines by the idle time they caused, per cause; ``notes`` says once
 what the analysis could not do (a worker without stacks); ``transfers_from_device.by_source``
 counts reads by line.
+Versioned (issue 21, ``json_contract``): ``schema_version`` first; times rounded to the
+nanosecond; with ``source_root`` (the CLI passes its current directory) paths under it relative
+to it and ``source_root`` stated last; the published schema is ``schemas/analysis.schema.json``.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from xlaprof.analysis.reads import ReadSummary
 from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.steps import StepTable
 from xlaprof.analysis.worker_comparison import WorkerComparison
+from xlaprof.report.json_contract import finalize
 
 MAX_EXECUTION_CAUSES = 50  # (cause, frame) rows of the debug files listed
 MAX_GRAPHS = 50  # graphs listed, most device time first
@@ -40,8 +44,8 @@ MAX_OPS = 20  # ops listed per graph, most self time first
 MAX_LINES = 50  # Python lines listed by device time
 
 
-def analysis_json(analysis: SessionAnalysis) -> dict:
-    return {
+def analysis_json(analysis: SessionAnalysis, source_root: str | None = None) -> dict:
+    return finalize({
         "session": analysis.session.path,
         "workers": [worker_json(w) for w in analysis.workers],
         "window_us": analysis.window_us,
@@ -64,7 +68,7 @@ def analysis_json(analysis: SessionAnalysis) -> dict:
         **device_profile_json(analysis.device_profile),
         "event_count": analysis.session.event_count,
         "errors": analysis.errors,
-    }
+    }, source_root)
 
 
 def worker_json(w: WorkerAnalysis) -> dict:

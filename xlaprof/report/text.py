@@ -1,9 +1,11 @@
 """The terminal report of ``xlaprof analyze``: summary, causes, findings, top gaps, compiles.
 
-Contract: ``render_text(analysis, top=10)`` returns plain text (no colour codes, fits 100
+Contract: ``render_text(analysis, top=10, source_root=None)`` returns plain text (no colour codes, fits 100
 columns) that leads with what to fix: the ranked findings with span, file:line, time lost and
 advice (each advice text given once; a finding at a call into a library lists the library's lines
-inside it), the findings under ``MINOR_SHARE`` of the idle time listed after, one line each. Times are formatted by ``xlaprof.units.format_duration``; percentages are of device time.
+inside it), the findings under ``MINOR_SHARE`` of the idle time listed after, one line each. Times
+are formatted by ``xlaprof.units.format_duration``; percentages are of device time. Paths under
+``source_root`` are shown relative to it (as in the JSON, which it is rendered from).
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ def rule(title: str) -> str:
     return f"\n{title}\n{'-' * len(title)}\n"
 
 
-def render_text(analysis: SessionAnalysis, top: int = 10) -> str:
-    data = analysis_json(analysis)
+def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | None = None) -> str:
+    data = analysis_json(analysis, source_root)
     out = [f"xlaprof analysis of {data['session']}\n"]
     busy, idle = data["device_busy_us"], data["device_idle_us"]
     device_time = busy + idle
