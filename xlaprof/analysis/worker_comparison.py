@@ -8,7 +8,8 @@ Contract: ``compare_workers(workers)`` returns a ``WorkerComparison``:
 - ``stragglers``: the workers whose median step is more than ``STRAGGLER_RATIO`` times the
   median of all workers' medians, slowest first, each with how much slower and the idle cause
   that dominates its steps (why it is slow). Empty with fewer than two workers with steps.
-Times in microseconds; workers are named by their label (``host:port``).
+Times in microseconds; workers are named by their label (``host:port``). ``workers`` are the
+``WorkerSummary``s of a session.
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def _align(workers: list) -> list[AlignedStep]:
         for w in workers:
             i = int(np.flatnonzero(w.steps.step == n)[0])
             wall[w.worker.label] = float(w.steps.wall_us[i])
-            start[w.worker.label] = int(w.worker.space.origin_ns + w.steps.start_us[i] * 1000)
+            start[w.worker.label] = int(w.origin_ns + w.steps.start_us[i] * 1000)
         rows.append(AlignedStep(int(n), wall, start))
     return rows
 

@@ -31,6 +31,12 @@ class Worker:
     def label(self) -> str:
         return f"{self.host}:{self.port}" if self.port is not None else self.host
 
+    def read(self) -> XSpaceData:
+        """Read the capture (if not read yet) and return it."""
+        if self.space is None:
+            self.space = read_xspace(storage.read_bytes(self.path), source=self.path)
+        return self.space
+
 
 @dataclass
 class Session:
@@ -82,7 +88,7 @@ class Session:
             bar = progress_bar(desc="reading captures", total=round(sum(sizes) / 2**20, 1), unit="MB")
         try:
             for worker, size in zip(pending, sizes):
-                worker.space = read_xspace(storage.read_bytes(worker.path), source=worker.path)
+                worker.read()
                 if bar is not None:
                     bar.update(round(size / 2**20, 1))
         finally:
