@@ -7,6 +7,7 @@ three packages (lazy ones inside functions included) is checked against an allow
     xlaprof.hlo                         -> errors, xspace
     xlaprof.analysis                    -> errors, units, xspace, hlo, session
     xlaprof.report                      -> errors, units, xspace, hlo, session, analysis
+    xlaprof.pods                        -> progress (runs tasks on Dask; knows no analysis)
     collectors                          -> xlaprof (the version), errors, progress, units, xspace, session
     dashboard                           -> any of xlaprof but the CLI; never collectors
     xlaprof (facade), xlaprof.cli       entry points: reach every package, lazily
@@ -41,8 +42,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "collectors": CORE + ("xlaprof.xspace", "xlaprof.session", "=xlaprof.__version__"),
     # The demo workload plays the user: it instruments itself through the public facade.
     "collectors.demo_worker": CORE + ("=xlaprof",),
+    "xlaprof.pods": CORE,
     "dashboard": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis",
-                         "xlaprof.report"),
+                         "xlaprof.report", "xlaprof.pods"),
     # Entry points: the public facade and the command line.
     "xlaprof": PACKAGES,
     "xlaprof.cli": PACKAGES,
