@@ -125,7 +125,7 @@ def _cluster_options(parser: argparse.ArgumentParser) -> None:
                              "(default: $XLAPROF_DASK_SCHEDULER, else a local cluster for a session of several workers)")
     parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
                         help="processes of the local cluster; 1 analyses in this process "
-                             "(default: one per core, at most one per worker)")
+                             "(default: one per core, at most one per worker; in this process below 32 MiB of captures)")
 
 
 def _positive(text: str) -> int:
@@ -142,7 +142,8 @@ def _analysed(path: str, args, config=None):
     from xlaprof.session import Session
 
     session = Session.open(path)
-    with analysis_tasks(len(session.workers), scheduler=args.scheduler, jobs=args.jobs) as run_tasks:
+    with analysis_tasks(len(session.workers), scheduler=args.scheduler, jobs=args.jobs,
+                        capture_bytes=session.capture_bytes) as run_tasks:
         if run_tasks is None:
             session.read(progress=True)
         return analyze(session, config, run_tasks=run_tasks)

@@ -5,7 +5,9 @@ Contract: ``analysis_tasks(workers, scheduler=..., jobs=...)`` is a context mana
 - ``scheduler`` (``tcp://HOST:8786``; default ``$XLAPROF_DASK_SCHEDULER``): an existing cluster;
   each task reads its worker's capture itself from the session's path (a local path the cluster
   shares, or an fsspec URL), so captures never travel through this process;
-- else ``jobs == 1`` or a session of one worker: ``None`` (no Dask start-up cost);
+- else ``jobs == 1``, a session of one worker, or (without ``jobs``) captures adding up to less
+  than ``LOCAL_CLUSTER_MIN_BYTES`` (analysed here in less time than a cluster takes to start):
+  ``None``, no Dask start-up cost;
 - else an embedded local cluster of ``jobs`` processes (default: one per core, at most one per
   worker), one thread each, started here and closed on exit.
 ``run_tasks(fn, tasks)`` submits one task per item, shows one progress bar over them on a
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterator
 from xlaprof.progress import progress_bar
 
 SCHEDULER_ENV = "XLAPROF_DASK_SCHEDULER"
+LOCAL_CLUSTER_MIN_BYTES = 32 << 20  # smaller sessions are analysed in this process unless --jobs says
 
 RunTasks = Callable[[Callable, list], list]
 
@@ -37,9 +40,11 @@ def local_processes(workers: int, jobs: int | None) -> int:
 
 
 @contextlib.contextmanager
-def analysis_tasks(workers: int, *, scheduler: str | None = None, jobs: int | None = None) -> Iterator[RunTasks | None]:
+def analysis_tasks(workers: int, *, scheduler: str | None = None, jobs: int | None = None,
+                   capture_bytes: int | None = None) -> Iterator[RunTasks | None]:
     address = scheduler_address(scheduler)
-    if address is None and (jobs == 1 or workers <= 1):
+    small = jobs is None and capture_bytes is not None and capture_bytes < LOCAL_CLUSTER_MIN_BYTES
+    if address is None and (jobs == 1 or workers <= 1 or small):
         yield None
         return
     from distributed import Client, LocalCluster

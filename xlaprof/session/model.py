@@ -97,6 +97,11 @@ class Session:
         return self
 
     @property
+    def capture_bytes(self) -> int:
+        """The workers' capture files' sizes, added up."""
+        return sum(_size(w.path) for w in self.workers)
+
+    @property
     def is_read(self) -> bool:
         return all(w.space is not None for w in self.workers)
 
