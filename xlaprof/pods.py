@@ -10,6 +10,7 @@ Contract: ``analysis_tasks(workers, scheduler=..., jobs=...)`` is a context mana
   ``None``, no Dask start-up cost;
 - else an embedded local cluster of ``jobs`` processes (default: one per core, at most one per
   worker), one thread each, started here and closed on exit.
+``cluster_tasks(address, processes)`` is that ``run_tasks`` on a given cluster, always.
 ``run_tasks(fn, tasks)`` submits one task per item, shows one progress bar over them on a
 terminal, and returns the results in order, each kept as it arrives (a task's exception is
 raised here, as the task raised it). Needs ``dask.distributed``.
@@ -47,13 +48,20 @@ def analysis_tasks(workers: int, *, scheduler: str | None = None, jobs: int | No
     if address is None and (jobs == 1 or workers <= 1 or small):
         yield None
         return
+    with cluster_tasks(address, local_processes(workers, jobs)) as run_tasks:
+        yield run_tasks
+
+
+@contextlib.contextmanager
+def cluster_tasks(address: str | None, processes: int = 1) -> Iterator[RunTasks]:
+    """``run_tasks`` on the scheduler at ``address``, or on a local cluster of ``processes``."""
     from distributed import Client, LocalCluster
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # its start and stop are no news to a user
     with contextlib.ExitStack() as stack:
         if address is None:
             cluster = stack.enter_context(LocalCluster(
-                n_workers=local_processes(workers, jobs), threads_per_worker=1, processes=True,
+                n_workers=processes, threads_per_worker=1, processes=True,
                 scheduler_kwargs={"dashboard": False}, silence_logs=logging.ERROR))
             client = stack.enter_context(Client(cluster))
         else:
