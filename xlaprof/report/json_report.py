@@ -6,7 +6,8 @@ docs/ARCHITECTURE.md's contract (times in microseconds of device time, summed ov
 device_busy_us, device_idle_us, idle_by_cause_us, compiles, transfers_from_device, gaps (the
 ``config.top_gaps`` largest pieces, in worker/device/time order), gaps_total, findings (ranked),
 steps, metrics, compile_events, execution_causes, step_alignment, per_worker, stragglers,
-event_count, errors. Keys may be added; the listed ones never move or change meaning.
+event_count, errors. ``slowest_in_steps``: per worker, the steps all workers ran in which it was
+the slowest (issue 20). Keys may be added; the listed ones never move or change meaning.
 ``compiles.explained`` lists why each place recompiled (``analysis.recompiles``) and
 ``compiles.before_window`` how many graphs the workers had compiled before the window;
 ``graphs`` the device time of each compiled graph with its top HLO ops, and
@@ -105,7 +106,8 @@ def steps_json(steps: StepTable) -> list[dict]:
 def comparison_json(comparison: WorkerComparison) -> dict:
     return {"step_alignment": [asdict(row) for row in comparison.step_alignment],
             "per_worker": {label: asdict(row) for label, row in comparison.per_worker.items()},
-            "stragglers": [asdict(s) for s in comparison.stragglers]}
+            "stragglers": [asdict(s) for s in comparison.stragglers],
+            "slowest_in_steps": comparison.slowest_in_steps}
 
 
 def gap_rows(analysis: SessionAnalysis, largest: int | None = None) -> list[dict]:
