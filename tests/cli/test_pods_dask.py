@@ -73,6 +73,10 @@ def test_a_real_scheduler_and_worker_analyse_the_pod_as_this_process_does(pod, s
     here = analysed(pod, "--jobs", "1")
     assert [w["host"] for w in here["workers"]] == ["tpu-vm-0:8466", "tpu-vm-1:8466", "tpu-vm-2:8466"]
     assert [s["worker"] for s in here["stragglers"]] == ["tpu-vm-2:8466"]  # the pod comparison is in it
+    assert next(iter(here["slowest_in_steps"])) == "tpu-vm-2:8466"
+    text = run_cli("analyze", pod, "--jobs", "1").stdout
+    assert "tpu-vm-2:8466 is the slowest worker in 100% of steps: compile" in text  # the pod first
+    assert text.index("Pod of 3 workers") < text.index("Idle time by cause")
     assert analysed(pod, "--scheduler", address) == here
     assert tasks_run(client) == 3  # one task per worker ran on the cluster, not here
     # The address from the environment, for diff too.
