@@ -39,13 +39,16 @@ def check_port(host: str, port: int) -> None:
                            f"pick another port with --port") from None
 
 
-def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050, start_page: str = "") -> None:
+def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050, start_page: str = "",
+          scheduler: str | None = None) -> None:
     try:
         from dashboard.app import create_app
+        from dashboard.state import AppState
+        from dashboard.views.analysis_cache import AnalysisCache
     except ImportError as exc:
         raise MissingExtraError("The dashboard", exc.name or "dash", "dashboard") from None
     check_port(host, port)
-    app = create_app(logdir)
+    app = create_app(logdir, AppState(str(logdir), AnalysisCache(scheduler=scheduler)))
     if not is_loopback(host):
         print(f"xlaprof: warning: the dashboard listens on {host}, reachable from other machines, and has "
               f"no authentication: anyone who can reach port {port} can browse {logdir}", file=sys.stderr)

@@ -175,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a PT_XLA_DEBUG_FILE written with PT_XLA_DEBUG_LEVEL=2, to name compile causes")
     ana.add_argument("--top", type=int, default=10, help="rows per table in the text report")
     _add_read_limits(ana)
+    _cluster_options(ana)
 
     diff = sub.add_parser("diff", help="compare two sessions; with --fail-if, a regression gate",
                           formatter_class=_HelpWithExamples, description=DIFF_HELP, epilog=DIFF_EXAMPLES)
@@ -185,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="exit 1 if this budget is exceeded, e.g. 'step_time>+5%%' (repeatable; default: none)")
     diff.add_argument("--top", type=int, default=10, help="findings listed per status in the text report")
     _add_read_limits(diff)
+    _cluster_options(diff)
 
     exp = sub.add_parser("export", help="write a session as a Perfetto or Chrome trace, with xlaprof's idle gaps",
                          formatter_class=_HelpWithDefaults,
@@ -205,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="address to bind (default: 127.0.0.1, this machine only)")
     dash.add_argument("--host", dest="bind", action=_Deprecated, replacement="--bind", default=argparse.SUPPRESS)
     dash.add_argument("-p", "--port", type=int, default=8050, help="port to listen on")
+    dash.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                      help="analyse on this Dask cluster, e.g. tcp://HOST:8786 (default: $XLAPROF_DASK_SCHEDULER, "
+                           "else in this process)")
     _add_read_limits(dash)
 
     demo = sub.add_parser("demo", help="run a sample workload on the CPU XLA device, capture, analyse, serve",
@@ -217,6 +222,36 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dashboard-port", type=int, default=8050, help="dashboard port")
     demo.add_argument("--no-dashboard", action="store_true", help="stop after printing the analysis")
     return parser
+
+
+def _cluster_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="analyse the workers on this Dask cluster, e.g. tcp://HOST:8786 "
+                             "(default: $XLAPROF_DASK_SCHEDULER, else a local cluster for a session of several workers)")
+    parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                        help="processes of the local cluster; 1 analyses in this process "
+                             "(default: one per core, at most one per worker; in this process below 32 MiB of captures)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
+    return value
+
+
+def _analysed(path: str, args, config=None):
+    """The analysis of the session at ``path``, its workers analysed where ``args`` say."""
+    from xlaprof.analysis import analyze
+    from xlaprof.pods import analysis_tasks
+    from xlaprof.session import Session
+
+    session = Session.open(path)
+    with analysis_tasks(len(session.workers), scheduler=args.scheduler, jobs=args.jobs,
+                        capture_bytes=session.capture_bytes) as run_tasks:
+        if run_tasks is None:
+            session.read(progress=True)
+        return analyze(session, config, run_tasks=run_tasks)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,11 +315,9 @@ def _write_json(data, indent: int | None) -> None:
 
 
 def _analyze(args) -> int:
-    from xlaprof.analysis import AnalysisConfig, analyze
-    from xlaprof.session import Session
+    from xlaprof.analysis import AnalysisConfig
 
-    session = Session.load(args.path, progress=True)
-    result = analyze(session, AnalysisConfig(debug_file=args.debug_file))
+    result = _analysed(args.path, args, AnalysisConfig(debug_file=args.debug_file))
     if args.json:  # the report's modules one by one: a command imports what it needs only
         from xlaprof.report.json_report import analysis_json
 
@@ -297,14 +330,12 @@ def _analyze(args) -> int:
 
 
 def _diff(args) -> int:
-    from xlaprof.analysis import analyze
     from xlaprof.analysis.budgets import check_budgets, parse_budget
     from xlaprof.analysis.session_diff import diff_sessions
     from xlaprof.report import diff_json, render_diff_text
-    from xlaprof.session import Session
 
     budgets = [parse_budget(text) for text in args.fail_if]  # a malformed budget fails before any reading
-    before, after = (analyze(Session.load(path, progress=True)) for path in (args.before, args.after))
+    before, after = (_analysed(path, args) for path in (args.before, args.after))
     diff = diff_sessions(before, after)
     results = check_budgets(budgets, diff)
     if args.json:
@@ -343,7 +374,7 @@ def _capture(args) -> int:
 def _dashboard(args) -> int:
     from dashboard.server import serve
 
-    serve(args.logdir, host=args.bind, port=args.port)
+    serve(args.logdir, host=args.bind, port=args.port, scheduler=args.scheduler)
     return EXIT_OK
 
 

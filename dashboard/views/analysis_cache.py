@@ -13,6 +13,8 @@ Contract:
 - A session whose capture files add up to more than ``max_session_bytes`` is refused unread.
 - ``CachedAnalysis.derived(key, build)`` memoizes data derived from the analysis (timeline lanes,
   table columns) for the entry's lifetime.
+- With a Dask ``scheduler`` (or ``$XLAPROF_DASK_SCHEDULER``) the workers are analysed on that
+  cluster (``xlaprof.pods``); the views that need a worker's events analyse it here when first asked.
 - ``loads`` counts the sessions read from disk, and each read is logged at INFO ("reading
   session <dir>", shown by ``xlaprof -v dashboard``): the tests and the load benchmark check it.
 """
@@ -27,6 +29,7 @@ from typing import Any
 
 from xlaprof.analysis import SessionAnalysis, analyze
 from xlaprof.errors import SessionLoadError, XlaprofError
+from xlaprof.pods import analysis_tasks, scheduler_address
 from xlaprof.session import XPLANE_SUFFIX, Session, storage
 
 log = logging.getLogger("xlaprof")
@@ -55,7 +58,8 @@ class CachedAnalysis:
 
 class AnalysisCache:
     def __init__(self, max_sessions: int = DEFAULT_MAX_SESSIONS,
-                 max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES) -> None:
+                 max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES, scheduler: str | None = None) -> None:
+        self.scheduler = scheduler  # a Dask scheduler's address: its workers analyse (see xlaprof.pods)
         self.max_sessions = max(1, int(max_sessions))
         self.max_session_bytes = int(max_session_bytes)
         self.loads = 0
@@ -93,6 +97,13 @@ class AnalysisCache:
             while len(self._entries) > self.max_sessions:
                 self._entries.popitem(last=False)
 
+    def _analyze(self, run_dir: str) -> SessionAnalysis:
+        session = Session.open(run_dir)
+        if scheduler_address(self.scheduler) is None:  # here: the timeline and gap views need the captures
+            return analyze(session)
+        with analysis_tasks(len(session.workers), scheduler=self.scheduler) as run_tasks:
+            return analyze(session, run_tasks=run_tasks)
+
     def _run_lock(self, run_dir: str) -> threading.Lock:
         with self._lock:
             return self._run_locks.setdefault(run_dir, threading.Lock())
@@ -107,7 +118,7 @@ class AnalysisCache:
                 f"{run_dir}: the captures add up to {size / 2**20:.0f} MiB, more than the dashboard's "
                 f"limit of {self.max_session_bytes / 2**20:.0f} MiB; analyse it with 'xlaprof analyze'"))
         try:
-            return CachedAnalysis(run_dir, identity, analyze(Session.load(run_dir)))
+            return CachedAnalysis(run_dir, identity, self._analyze(run_dir))
         except XlaprofError as exc:
             return CachedAnalysis(run_dir, identity, None, str(exc))
         except Exception as exc:  # a bug in xlaprof must cost one session, not the dashboard

@@ -71,7 +71,7 @@ def overview(analysis: SessionAnalysis) -> Overview:
         workers=len(analysis.workers),
         devices=sum(len(w.devices) for w in analysis.workers),
         window_us=analysis.window_us,
-        events=analysis.session.event_count,
+        events=analysis.event_count,
     )
 
 

@@ -8,6 +8,7 @@ three packages (lazy ones inside functions included) is checked against an allow
     xlaprof.analysis                    -> errors, units, xspace, hlo, session
     xlaprof.report                      -> errors, units, xspace, hlo, session, analysis
     xlaprof.export                      -> errors, units, xspace, hlo, session, analysis (beside report)
+    xlaprof.pods                        -> progress (runs tasks on Dask; knows no analysis)
     collectors                          -> xlaprof (the version), errors, progress, units, xspace, session
     dashboard                           -> any of xlaprof but the CLI; never collectors
     xlaprof (facade), xlaprof.cli       entry points: reach every package, lazily
@@ -43,8 +44,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The demo workload plays the user: it instruments itself through the public facade.
     "collectors.demo_worker": CORE + ("=xlaprof",),
     "xlaprof.export": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
+    "xlaprof.pods": CORE,
     "dashboard": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis",
-                         "xlaprof.report"),
+                         "xlaprof.report", "xlaprof.pods"),
     # Entry points: the public facade and the command line.
     "xlaprof": PACKAGES,
     "xlaprof.cli": PACKAGES,

@@ -13,7 +13,8 @@ Contract: ``device_profile(workers)`` returns a ``DeviceProfile`` of the analyse
 - ``lines``: device self time by Python source line, over all graphs and workers, most first;
   ops without a source line are summed under ``NO_SOURCE``.
 Times are microseconds of device time, summed over devices; ops are counted whole when they
-start inside the worker's window. Computed on demand (``SessionAnalysis.device_profile``).
+start inside the worker's window. ``worker_graphs(w)`` is one worker's graphs (what a task on a
+cluster sends back) and ``merge_profiles(parts)`` the profile made of them.
 """
 from __future__ import annotations
 
@@ -78,14 +79,18 @@ class DeviceProfile:
 
 def device_profile(workers: list) -> DeviceProfile:
     """``workers``: the ``WorkerAnalysis`` list of a ``SessionAnalysis``."""
-    graphs: list[GraphProfile] = []
-    for w in workers:
-        graphs += _worker_graphs(w)
+    return merge_profiles([worker_graphs(w) for w in workers])
+
+
+def merge_profiles(per_worker: list[list[GraphProfile]]) -> DeviceProfile:
+    """The profile of a session from each worker's ``worker_graphs`` (in worker order)."""
+    graphs = [g for part in per_worker for g in part]
     graphs.sort(key=lambda g: -g.total_us)
     return DeviceProfile(graphs, _lines(graphs))
 
 
-def _worker_graphs(w) -> list[GraphProfile]:
+def worker_graphs(w) -> list[GraphProfile]:
+    """One worker's graphs with their ops (a ``WorkerAnalysis``)."""
     ex = w.programs
     lo, hi = w.window
     inside = (ex.start_us >= lo) & (ex.start_us < hi) & (ex.program != UNKNOWN)

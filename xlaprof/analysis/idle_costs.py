@@ -6,6 +6,8 @@ stack, ``None`` where none was sampled), and returns one ``CauseCost`` per group
 time (device microseconds, summed over devices and workers), the number of pieces and the
 costliest stack of the group (outermost frame first, down to the line). Unattributed pieces at
 the window's edges that no stack explains form their own groups (``at_capture_edge``).
+``worker_cost_groups(w)`` is one worker's share of it (what a task on a cluster sends back) and
+``merge_cost_groups(parts)`` merges those into the same ``CauseCost`` rows.
 ``idle_by_line(costs)`` sums the groups that name a line over their spans: Python lines ranked by
 the idle time they caused, per cause, largest first.
 """
@@ -49,9 +51,14 @@ class LineIdle:
 
 
 def cause_costs(workers) -> list[CauseCost]:
+    return merge_cost_groups([worker_cost_groups(w) for w in workers])
+
+
+def merge_cost_groups(per_worker: list[list[tuple]]) -> list[CauseCost]:
+    """``CauseCost`` rows from the ``worker_cost_groups`` of each worker (in worker order)."""
     groups: dict[tuple, list] = defaultdict(lambda: [0.0, 0, -1.0, None])
-    for w in workers:
-        for key, us, n, best_us, stack in _worker_groups(w):
+    for rows in per_worker:
+        for key, us, n, best_us, stack in rows:
             entry = groups[key]
             entry[0] += us
             entry[1] += n
@@ -65,8 +72,8 @@ def cause_costs(workers) -> list[CauseCost]:
     return costs
 
 
-def _worker_groups(w):
-    """((cause, span, span source, line, at edge), idle us, pieces, best stack's us, best stack)."""
+def worker_cost_groups(w) -> list[tuple]:
+    """One worker's groups, small and picklable: ((cause, span, span source, line, at edge), idle us, pieces, best stack's us, best stack)."""
     p = w.pieces
     if not len(p):
         return []

@@ -26,13 +26,15 @@ Contract:
   ``computation`` (same size, other operations), ``constant`` (only scalar constants: torch_xla
   bakes 0 and 1 in), ``none`` (the compiled programs are identical) and ``unknown`` (the
   capture holds no HLO for the graphs). ``summary`` says it in a sentence, ``advice`` how to fix it.
+- ``worker_recompiles(label, records, modules)`` is one worker's part of it (what a task on a
+  cluster sends back) and ``merge_recompiles(parts)`` merges the parts as ``explain_recompiles`` does.
 - ``explain_findings(findings, explanations)`` appends each place's summary to the detail of
   its recompilation finding and gives it the explanation's advice instead of the generic one.
 """
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from xlaprof.analysis import signature_diff as diff
@@ -124,25 +126,38 @@ class RecompileExplanation:
 
 
 def explain_recompiles(workers: list[tuple[str, list[CompileRecord], HloModules]]) -> list[RecompileExplanation]:
+    return merge_recompiles([worker_recompiles(*worker) for worker in workers])
+
+
+def worker_recompiles(label: str, records: list[CompileRecord], modules: HloModules) -> list[RecompileExplanation]:
+    """One worker's explanations (marking its records' ``changed``), for ``merge_recompiles``."""
+    found = []
+    for place, group in _places(records, modules).items():
+        graphs = _distinct_graphs(group)
+        _mark_changes(group, modules)
+        if len(graphs) < 2:
+            continue
+        explanation = _explain(place, graphs, group, modules)
+        explanation.workers = [label]
+        explanation.compiles = len(group)
+        explanation.compile_us = sum(r.dur_us for r in group)
+        found.append(explanation)
+    return found
+
+
+def merge_recompiles(per_worker: list[list[RecompileExplanation]]) -> list[RecompileExplanation]:
+    """The workers' explanations (in worker order), one per (place, kind, summary), most time first."""
     found: dict[tuple, RecompileExplanation] = {}
-    for label, records, modules in workers:
-        for place, group in _places(records, modules).items():
-            graphs = _distinct_graphs(group)
-            _mark_changes(group, modules)
-            if len(graphs) < 2:
-                continue
-            explanation = _explain(place, graphs, group, modules)
-            explanation.workers = [label]
-            explanation.compiles = len(group)
-            explanation.compile_us = sum(r.dur_us for r in group)
+    for explanations in per_worker:
+        for explanation in explanations:
             key = (explanation.span, explanation.source, explanation.kind, explanation.summary)
             if key in found:
                 merged = found[key]
-                merged.workers.append(label)
+                merged.workers.append(explanation.workers[0])
                 merged.compiles += explanation.compiles
                 merged.compile_us += explanation.compile_us
             else:
-                found[key] = explanation
+                found[key] = replace(explanation, workers=list(explanation.workers))
     return sorted(found.values(), key=lambda e: -e.compile_us)
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -30,18 +31,19 @@ from xlaprof.analysis.compiles import (
     summarize_compiles,
 )
 from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
-from xlaprof.analysis.device_profile import DeviceProfile, GraphProfile, OpStat, device_profile
+from xlaprof.analysis.device_profile import DeviceProfile, GraphProfile, OpStat, merge_profiles
 from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
 from xlaprof.analysis.findings import ExecutionCause, Finding, rank_findings
 from xlaprof.analysis.host_activity import HostActivity
-from xlaprof.analysis.idle_costs import LineIdle, cause_costs, idle_by_line
+from xlaprof.analysis.idle_costs import LineIdle, idle_by_line, merge_cost_groups
 from xlaprof.analysis.programs import ProgramExecutions, compile_programs, program_executions
 from xlaprof.analysis.reads import ReadSummary, merge_reads, summarize_reads
-from xlaprof.analysis.recompiles import RecompileExplanation, explain_findings, explain_recompiles
+from xlaprof.analysis.recompiles import RecompileExplanation, explain_findings, merge_recompiles, worker_recompiles
 from xlaprof.analysis.steps import StepTable, step_table
 from xlaprof.analysis.summary_html import summary_html
 from xlaprof.analysis.tables import Table, columns_of
 from xlaprof.analysis.worker_comparison import WorkerComparison, compare_workers
+from xlaprof.analysis.worker_summary import WorkerSummary, summarize_worker
 from xlaprof.errors import BadProfileError
 from xlaprof.hlo import HloModules, hlo_modules
 from xlaprof.session import Session, Worker, storage
@@ -112,11 +114,13 @@ class WorkerAnalysis:
 
 @dataclass
 class SessionAnalysis:
-    """The result of ``analyze``: per-worker analyses, ranked findings, and session totals (times
-    in microseconds of device time, summed over devices)."""
+    """The result of ``analyze``: per-worker summaries, ranked findings, and session totals (times
+    in microseconds of device time, summed over devices). ``workers``, the per-worker analyses with
+    their captures, are kept when the session was analysed in this process, else analysed here on
+    first use (the dashboard's timeline and gap views need them)."""
 
     session: Session
-    workers: list[WorkerAnalysis]
+    summaries: list[WorkerSummary]
     findings: list[Finding]
     compiles: CompileSummary
     reads: ReadSummary
@@ -127,6 +131,18 @@ class SessionAnalysis:
     recompiles: list[RecompileExplanation] = field(default_factory=list)  # why places recompiled, most time first
     idle_by_line: list[LineIdle] = field(default_factory=list)  # Python lines by the idle time they caused
     notes: list[str] = field(default_factory=list)  # what the analysis could not do, said once
+    analysed: list[WorkerAnalysis] | None = field(default=None, repr=False)  # None: analysed elsewhere
+
+    @property
+    def workers(self) -> list[WorkerAnalysis]:
+        if self.analysed is None:
+            self.session.read()
+            given = read_debug_file(self.config.debug_file) if self.config.debug_file else None
+            found = [analyze_worker(w, self.session.path, given)[0] for w in self.session.workers]
+            self.analysed = [w for w in found if w is not None]
+            for w in self.analysed:
+                worker_recompiles(w.worker.label, w.compiles, w.hlo)  # marks each compile's change
+        return self.analysed
 
     def _repr_html_(self) -> str:
         return summary_html(self)
@@ -173,103 +189,147 @@ class SessionAnalysis:
 
     @cached_property
     def device_profile(self) -> DeviceProfile:
-        """Device time by graph, HLO instruction and Python line (computed on first use)."""
-        return device_profile(self.workers)
+        """Device time by graph, HLO instruction and Python line."""
+        return merge_profiles([s.graphs for s in self.summaries])
 
     @property
     def compiles_before_window(self) -> int | None:
         """Graphs the workers had compiled before the window (summed; None when no metrics say)."""
-        known = [w.metrics.compiles_before for w in self.workers if w.metrics is not None]
+        known = [w.metrics.compiles_before for w in self.summaries if w.metrics is not None]
         known = [n for n in known if n is not None]
         return sum(known) if known else None
 
     @property
     def busy_us(self) -> float:
-        return sum(w.busy_us for w in self.workers)
+        return sum(w.busy_us for w in self.summaries)
 
     @property
     def idle_us(self) -> float:
-        return sum(w.idle_us for w in self.workers)
+        return sum(w.idle_us for w in self.summaries)
 
     @property
     def window_us(self) -> float:
-        return max((w.window[1] - w.window[0] for w in self.workers), default=0.0)
+        return max((w.window[1] - w.window[0] for w in self.summaries), default=0.0)
+
+    @property
+    def event_count(self) -> int:
+        return sum(w.event_count for w in self.summaries)
 
     @property
     def fallbacks(self) -> dict[str, float]:
-        return _fallbacks(self.workers)
+        return _fallbacks(self.summaries)
 
     @property
     def idle_by_cause(self) -> dict[str, float]:
         total = dict.fromkeys((c.value for c in CAUSES), 0.0)
-        for w in self.workers:
-            for cause, us in w.pieces.idle_by_cause().items():
+        for w in self.summaries:
+            for cause, us in w.idle_by_cause.items():
                 total[cause] += us
         return total
 
     @property
     def gap_count(self) -> int:
-        return sum(len(w.pieces) for w in self.workers)
+        return sum(w.gap_count for w in self.summaries)
 
 
-def analyze(session: Session | str | os.PathLike, config: AnalysisConfig | None = None) -> SessionAnalysis:
+@dataclass(frozen=True)
+class WorkerTask:
+    """One worker's part of an analysis, as a task a Dask worker runs (``summarize_worker_task``):
+    it reads the capture at ``worker.path`` itself (a local path or an fsspec URL)."""
+
+    worker: Worker  # without its capture
+    session_path: str
+    config: AnalysisConfig
+    debug: DebugInfo | None  # the debug file given for all workers (read by the client), else None
+
+
+@dataclass(frozen=True)
+class WorkerOutcome:
+    summary: WorkerSummary | None
+    error: str | None  # why the worker has no analysis (no device activity)
+
+
+def summarize_worker_task(task: WorkerTask) -> WorkerOutcome:
+    """Read, analyse and summarize one worker; only the summary leaves the task."""
+    worker = replace(task.worker)
+    worker.read()
+    analysis, error = analyze_worker(worker, task.session_path, task.debug)
+    return WorkerOutcome(summarize_worker(analysis, task.config.top_gaps) if analysis else None, error)
+
+
+def analyze(session: Session | str | os.PathLike, config: AnalysisConfig | None = None, *,
+            run_tasks: Callable[[Callable, list], list] | None = None) -> SessionAnalysis:
     """Attribute every microsecond of device idle time in ``session`` to a cause and a span.
 
     ``session`` is a path (a session directory, a logdir: its newest session, or one
     ``.xplane.pb`` file), or a ``Session`` from ``Session.load(path)`` (or ``Session.open(path)``:
-    its captures are read here). ``config`` tunes the report (``AnalysisConfig``). Returns a
-    ``SessionAnalysis``, whose tables (``gaps``, ``findings``, ``idle_by_line``, ``steps``,
-    ``graphs``, ``ops``, ``compiles``) each convert with ``.to_pandas()``.
+    its captures are read here). ``config`` tunes the report (``AnalysisConfig``). ``run_tasks(fn,
+    tasks)``, when given, runs ``summarize_worker_task`` over the workers' ``WorkerTask``s elsewhere
+    (a Dask cluster: ``xlaprof.pods``) and returns the ``WorkerOutcome``s in order; the captures are
+    then never read in this process. Returns a ``SessionAnalysis``, whose tables (``gaps``,
+    ``findings``, ``idle_by_line``, ``steps``, ``graphs``, ``ops``, ``compiles``) each convert with
+    ``.to_pandas()``.
     Raises ``SessionNotFoundError`` for a path that holds no session, and ``BadProfileError``
     when no worker's capture holds any device activity."""
     if not isinstance(session, Session):
         session = Session.load(os.fspath(session))
     config = config or AnalysisConfig()
-    session.read()
-    workers, errors = [], []
     given = read_debug_file(config.debug_file) if config.debug_file else None  # one file for all workers
-    for worker in session.workers:
-        devices = device_timelines(worker.space)
-        if not devices:
-            errors.append(f"{worker.path}: no device activity in the capture (no /device:TPU or GPU planes "
-                          f"and no XLA CPU executions): was the worker running steps while it was captured?")
-            continue
-        workers.append(_analyze_worker(worker, devices, given or _debug_beside(session, worker)))
-    if not workers:
+    analysed = None
+    if run_tasks is None:
+        session.read()
+        found = [analyze_worker(worker, session.path, given) for worker in session.workers]
+        analysed = [a for a, _ in found if a is not None]
+        outcomes = [WorkerOutcome(summarize_worker(a, config.top_gaps) if a else None, error) for a, error in found]
+    else:
+        tasks = [WorkerTask(replace(w, space=None), session.path, config, given) for w in session.workers]
+        outcomes = run_tasks(summarize_worker_task, tasks)
+    summaries = [o.summary for o in outcomes if o.summary is not None]
+    errors = [o.error for o in outcomes if o.error is not None]
+    if not summaries:
         raise BadProfileError(errors[0] if errors else f"{session.path}: nothing to analyse")
-    compiles = summarize_compiles([r for w in workers for r in w.compiles])
-    compiles.events = Table((dict(asdict(r), worker=w.worker.label) for w in workers for r in w.compiles),
+    return merge_summaries(session, summaries, config, errors, analysed)
+
+
+def merge_summaries(session: Session, summaries: list[WorkerSummary], config: AnalysisConfig,
+                    errors: list[str], analysed: list[WorkerAnalysis] | None = None) -> SessionAnalysis:
+    """The session's analysis from its workers' summaries (in worker order)."""
+    compiles = summarize_compiles([r for w in summaries for r in w.compiles])
+    compiles.events = Table((dict(asdict(r), worker=w.worker.label) for w in summaries for r in w.compiles),
                             ("worker",) + columns_of(CompileRecord))
-    reads = merge_reads([w.reads for w in workers])
-    executions = _execution_causes(workers)
-    costs = cause_costs(workers)
-    findings = rank_findings(costs, compiles, reads, _fallbacks(workers), executions)
-    recompiles = explain_recompiles([(w.worker.label, w.compiles, w.hlo) for w in workers])
+    reads = merge_reads([w.reads for w in summaries])
+    executions = sorted((row for w in summaries for row in w.executions), key=lambda r: -r.count)
+    costs = merge_cost_groups([w.cost_groups for w in summaries])
+    findings = rank_findings(costs, compiles, reads, _fallbacks(summaries), executions)
+    recompiles = merge_recompiles([w.recompiles for w in summaries])
     explain_findings(findings, recompiles)
-    return SessionAnalysis(session, workers, Table(findings, columns_of(Finding)), compiles, reads,
-                           compare_workers(workers), executions, config, errors, recompiles,
-                           Table(idle_by_line(costs), columns_of(LineIdle)), _notes(workers))
+    return SessionAnalysis(session, summaries, Table(findings, columns_of(Finding)), compiles, reads,
+                           compare_workers(summaries), executions, config, errors, recompiles,
+                           Table(idle_by_line(costs), columns_of(LineIdle)), _notes(summaries), analysed)
 
 
-def _notes(workers: list[WorkerAnalysis]) -> list[str]:
-    unsampled = [w.worker.label for w in workers if not len(w.host.stacks)]
+def analyze_worker(worker: Worker, session_path: str,
+                   given: DebugInfo | None) -> tuple[WorkerAnalysis | None, str | None]:
+    """One read worker's analysis, or why there is none (its capture shows no device activity)."""
+    devices = device_timelines(worker.space)
+    if not devices:
+        return None, (f"{worker.path}: no device activity in the capture (no /device:TPU or GPU planes "
+                      f"and no XLA CPU executions): was the worker running steps while it was captured?")
+    return _analyze_worker(worker, devices, given or _debug_beside(session_path, worker)), None
+
+
+def _notes(summaries: list[WorkerSummary]) -> list[str]:
+    unsampled = [w.worker.label for w in summaries if not w.has_stacks]
     return [NO_STACKS_NOTE.format(workers=", ".join(unsampled))] if unsampled else []
 
 
-def _fallbacks(workers: list[WorkerAnalysis]) -> dict[str, float]:
+def _fallbacks(workers: list[WorkerSummary]) -> dict[str, float]:
     """``aten::`` CPU fallbacks in the window, summed over workers, most first."""
     total: dict[str, float] = defaultdict(float)
     for w in workers:
         for op, n in (w.metrics.fallbacks if w.metrics else {}).items():
             total[op] += n
     return dict(sorted(total.items(), key=lambda kv: -kv[1]))
-
-
-def _execution_causes(workers: list[WorkerAnalysis]) -> list[ExecutionCause]:
-    """Graph executions by (cause, user frame), from the workers' debug files, most first."""
-    rows = [ExecutionCause(w.worker.label, cause, frame, n)
-            for w in workers for (cause, frame), n in w.debug.executions.items()]
-    return sorted(rows, key=lambda r: -r.count)
 
 
 def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugInfo) -> WorkerAnalysis:
@@ -360,9 +420,9 @@ def _event_extent(devices: list[DeviceTimeline], host: HostActivity) -> tuple[fl
     return lo, hi
 
 
-def _debug_beside(session: Session, worker: Worker) -> DebugInfo:
+def _debug_beside(session_path: str, worker: Worker) -> DebugInfo:
     """The worker's PT_XLA_DEBUG_FILE kept beside its capture, if any."""
-    if not storage.isdir(session.path):
+    if not storage.isdir(session_path):
         return DebugInfo()
-    beside = storage.join(session.path, debug_file_name(storage.basename(worker.path)))
+    beside = storage.join(session_path, debug_file_name(storage.basename(worker.path)))
     return read_debug_file(beside) if storage.exists(beside) else DebugInfo()

@@ -25,8 +25,9 @@ import numpy as np
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.bootstrap import quantile_change_cis
 from xlaprof.analysis.finding_match import FindingChange, FindingStatus, MatchConfig, match_findings
-from xlaprof.analysis.session_analysis import SessionAnalysis, WorkerAnalysis
+from xlaprof.analysis.session_analysis import SessionAnalysis
 from xlaprof.analysis.summary import P90, idle_share, step_times
+from xlaprof.analysis.worker_summary import WorkerSummary
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,8 @@ def excludes_zero(ci: tuple[float, float] | None) -> bool:
 
 
 def diff_sessions(before: SessionAnalysis, after: SessionAnalysis, config: DiffConfig = DiffConfig()) -> SessionDiff:
-    pairs, unpaired = _pair_workers(before.workers, after.workers)
-    steps_before, steps_after = step_times(before.workers), step_times(after.workers)
+    pairs, unpaired = _pair_workers(before.summaries, after.summaries)
+    steps_before, steps_after = step_times(before.summaries), step_times(after.summaries)
     busy, idle = Change(before.busy_us, after.busy_us), Change(before.idle_us, after.idle_us)
     return SessionDiff(
         before, after, config,
@@ -145,14 +146,14 @@ def _by_cause(before: dict[str, float], after: dict[str, float]) -> dict[str, Ch
     return {c.value: Change(before.get(c.value, 0.0), after.get(c.value, 0.0)) for c in CAUSES}
 
 
-def _worker_diff(before: WorkerAnalysis, after: WorkerAnalysis, config: DiffConfig) -> WorkerDiff:
+def _worker_diff(before: WorkerSummary, after: WorkerSummary, config: DiffConfig) -> WorkerDiff:
     return WorkerDiff(before.worker.label, after.worker.label,
                       _step_time(before.steps.wall_us, after.steps.wall_us, config),
                       Change(before.idle_us, after.idle_us), Change(before.busy_us, after.busy_us),
-                      _by_cause(before.pieces.idle_by_cause(), after.pieces.idle_by_cause()))
+                      _by_cause(before.idle_by_cause, after.idle_by_cause))
 
 
-def _pair_workers(before: list[WorkerAnalysis], after: list[WorkerAnalysis]):
+def _pair_workers(before: list[WorkerSummary], after: list[WorkerSummary]):
     """(before, after) pairs: same label first, then the rest in label order; and the unpaired."""
     label = lambda w: w.worker.label  # noqa: E731
     by_label = {label(w): w for w in after}

@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from xlaprof.analysis.session_analysis import SessionAnalysis, WorkerAnalysis, analyze
+from xlaprof.analysis.session_analysis import SessionAnalysis, analyze
+from xlaprof.analysis.worker_summary import WorkerSummary
 from xlaprof.session import Session, SessionSummary, list_sessions
 from xlaprof.session.index import SessionIndex
 
@@ -59,7 +60,7 @@ class SessionFigures:
         return cls(**data)
 
 
-def step_times(workers: list[WorkerAnalysis]) -> np.ndarray:
+def step_times(workers: list[WorkerSummary]) -> np.ndarray:
     tables = [w.steps for w in workers if len(w.steps)]
     if not tables:
         return np.zeros(0)
@@ -71,13 +72,13 @@ def step_times(workers: list[WorkerAnalysis]) -> np.ndarray:
 
 
 def session_figures(analysis: SessionAnalysis) -> SessionFigures:
-    times = step_times(analysis.workers)
+    times = step_times(analysis.summaries)
     median, p90 = (float(v) for v in np.quantile(times, [0.5, P90])) if times.size else (None, None)
     return SessionFigures(
         window_us=analysis.window_us, busy_us=analysis.busy_us, idle_us=analysis.idle_us,
-        idle_by_cause_us=analysis.idle_by_cause, workers=[w.worker.label for w in analysis.workers],
-        devices=sum(len(w.devices) for w in analysis.workers), steps=int(times.size),
-        step_median_us=median, step_p90_us=p90, events=analysis.session.event_count)
+        idle_by_cause_us=analysis.idle_by_cause, workers=[w.worker.label for w in analysis.summaries],
+        devices=sum(len(w.devices) for w in analysis.summaries), steps=int(times.size),
+        step_median_us=median, step_p90_us=p90, events=analysis.event_count)
 
 
 @dataclass(frozen=True)

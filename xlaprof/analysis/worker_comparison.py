@@ -5,10 +5,13 @@ Contract: ``compare_workers(workers)`` returns a ``WorkerComparison``:
   model-parallel job), each worker's wall time and start time (ns since the epoch, so a late
   starter shows), at most ``MAX_ALIGNED_STEPS`` of them;
 - ``per_worker``: each worker's median step time and its idle time by cause inside its steps;
+- ``slowest_in_steps``: per worker, in how many of the steps every worker ran it was the slowest
+  (most steps first; ties go to the first worker);
 - ``stragglers``: the workers whose median step is more than ``STRAGGLER_RATIO`` times the
   median of all workers' medians, slowest first, each with how much slower and the idle cause
   that dominates its steps (why it is slow). Empty with fewer than two workers with steps.
-Times in microseconds; workers are named by their label (``host:port``).
+Times in microseconds; workers are named by their label (``host:port``). ``workers`` are the
+``WorkerSummary``s of a session.
 """
 from __future__ import annotations
 
@@ -51,6 +54,7 @@ class WorkerComparison:
     step_alignment: list[AlignedStep] = field(default_factory=list)
     per_worker: dict[str, WorkerSteps] = field(default_factory=dict)
     stragglers: list[Straggler] = field(default_factory=list)
+    slowest_in_steps: dict[str, int] = field(default_factory=dict)
 
 
 def compare_workers(workers: list) -> WorkerComparison:
@@ -61,7 +65,25 @@ def compare_workers(workers: list) -> WorkerComparison:
         per_worker[w.worker.label] = WorkerSteps(
             len(w.steps), float(np.median(w.steps.wall_us)), float(w.steps.busy_us.sum()),
             {c.value: float(idle[k]) for k, c in enumerate(CAUSES)})
-    return WorkerComparison(_align(stepped), per_worker, _stragglers(stepped, per_worker))
+    return WorkerComparison(_align(stepped), per_worker, _stragglers(stepped, per_worker), _slowest(stepped))
+
+
+def _slowest(workers: list) -> dict[str, int]:
+    if len(workers) < 2:
+        return {}
+    common = workers[0].steps.step
+    for w in workers[1:]:
+        common = np.intersect1d(common, w.steps.step)
+    walls = np.stack([w.steps.wall_us[_rows_of(w.steps.step, common)] for w in workers])
+    counts = np.bincount(walls.argmax(axis=0), minlength=len(workers)) if common.size else np.zeros(len(workers), int)
+    found = {w.worker.label: int(n) for w, n in zip(workers, counts) if n}
+    return dict(sorted(found.items(), key=lambda kv: -kv[1]))
+
+
+def _rows_of(steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The row of each ``wanted`` step number (its first) in ``steps``."""
+    order = np.argsort(steps, kind="stable")
+    return order[np.searchsorted(steps[order], wanted)]
 
 
 def _align(workers: list) -> list[AlignedStep]:
@@ -76,7 +98,7 @@ def _align(workers: list) -> list[AlignedStep]:
         for w in workers:
             i = int(np.flatnonzero(w.steps.step == n)[0])
             wall[w.worker.label] = float(w.steps.wall_us[i])
-            start[w.worker.label] = int(w.worker.space.origin_ns + w.steps.start_us[i] * 1000)
+            start[w.worker.label] = int(w.origin_ns + w.steps.start_us[i] * 1000)
         rows.append(AlignedStep(int(n), wall, start))
     return rows
 

@@ -65,9 +65,9 @@ def finding_change_json(c: FindingChange) -> dict:
 
 
 def _session_json(analysis: SessionAnalysis, steps: int) -> dict:
-    return {"session": analysis.session.path, "workers": [w.worker.label for w in analysis.workers],
+    return {"session": analysis.session.path, "workers": [w.worker.label for w in analysis.summaries],
             "window_us": analysis.window_us, "steps": int(steps),
-            "event_count": analysis.session.event_count}
+            "event_count": analysis.event_count}
 
 
 def _step_time_json(step: StepTimeChange | None, level: float, method: str) -> dict | None:

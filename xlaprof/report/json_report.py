@@ -6,7 +6,8 @@ docs/ARCHITECTURE.md's contract (times in microseconds of device time, summed ov
 device_busy_us, device_idle_us, idle_by_cause_us, compiles, transfers_from_device, gaps (the
 ``config.top_gaps`` largest pieces, in worker/device/time order), gaps_total, findings (ranked),
 steps, metrics, compile_events, execution_causes, step_alignment, per_worker, stragglers,
-event_count, errors. Keys may be added; the listed ones never move or change meaning.
+event_count, errors. ``slowest_in_steps``: per worker, the steps all workers ran in which it was
+the slowest (issue 20). Keys may be added; the listed ones never move or change meaning.
 ``compiles.explained`` lists why each place recompiled (``analysis.recompiles``) and
 ``compiles.before_window`` how many graphs the workers had compiled before the window;
 ``graphs`` the device time of each compiled graph with its top HLO ops, and
@@ -25,9 +26,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-import numpy as np
-
-from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
+from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.compiles import CompileSummary
 from xlaprof.analysis.device_profile import DeviceProfile
@@ -36,6 +35,7 @@ from xlaprof.analysis.reads import ReadSummary
 from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.steps import StepTable
 from xlaprof.analysis.worker_comparison import WorkerComparison
+from xlaprof.analysis.worker_summary import WorkerSummary, largest_gaps, worker_gap_rows
 from xlaprof.report.json_contract import finalize
 
 MAX_EXECUTION_CAUSES = 50  # (cause, frame) rows of the debug files listed
@@ -47,7 +47,7 @@ MAX_LINES = 50  # Python lines listed by device time
 def analysis_json(analysis: SessionAnalysis, source_root: str | None = None) -> dict:
     return finalize({
         "session": analysis.session.path,
-        "workers": [worker_json(w) for w in analysis.workers],
+        "workers": [worker_json(w) for w in analysis.summaries],
         "window_us": analysis.window_us,
         "device_busy_us": analysis.busy_us,
         "device_idle_us": analysis.idle_us,
@@ -60,21 +60,21 @@ def analysis_json(analysis: SessionAnalysis, source_root: str | None = None) -> 
         "idle_by_line": [dict(asdict(row), cause=row.cause.value, stack=list(row.stack))
                          for row in analysis.idle_by_line[:MAX_LINES]],
         "notes": analysis.notes,
-        "steps": {w.worker.label: steps_json(w.steps) for w in analysis.workers},
-        "metrics": {w.worker.label: w.metrics.to_json() if w.metrics else None for w in analysis.workers},
-        "compile_events": [dict(asdict(r), worker=w.worker.label) for w in analysis.workers for r in w.compiles],
+        "steps": {w.worker.label: steps_json(w.steps) for w in analysis.summaries},
+        "metrics": {w.worker.label: w.metrics.to_json() if w.metrics else None for w in analysis.summaries},
+        "compile_events": [dict(asdict(r), worker=w.worker.label) for w in analysis.summaries for r in w.compiles],
         "execution_causes": [asdict(row) for row in analysis.execution_causes[:MAX_EXECUTION_CAUSES]],
         **comparison_json(analysis.comparison),
         **device_profile_json(analysis.device_profile),
-        "event_count": analysis.session.event_count,
+        "event_count": analysis.event_count,
         "errors": analysis.errors,
     }, source_root)
 
 
-def worker_json(w: WorkerAnalysis) -> dict:
-    return {"host": w.worker.label, "name": w.worker.name, "devices": [d.name for d in w.devices],
+def worker_json(w: WorkerSummary) -> dict:
+    return {"host": w.worker.label, "name": w.worker.name, "devices": list(w.devices),
             "busy_us": w.busy_us, "idle_us": w.idle_us, "window_us": w.window[1] - w.window[0],
-            "idle_by_cause_us": w.pieces.idle_by_cause(), "steps": len(w.steps), "status": w.status.value,
+            "idle_by_cause_us": w.idle_by_cause, "steps": len(w.steps), "status": w.status.value,
             "compiles_before_window": w.metrics.compiles_before if w.metrics else None}
 
 
@@ -110,27 +110,15 @@ def steps_json(steps: StepTable) -> list[dict]:
 def comparison_json(comparison: WorkerComparison) -> dict:
     return {"step_alignment": [asdict(row) for row in comparison.step_alignment],
             "per_worker": {label: asdict(row) for label, row in comparison.per_worker.items()},
-            "stragglers": [asdict(s) for s in comparison.stragglers]}
+            "stragglers": [asdict(s) for s in comparison.stragglers],
+            "slowest_in_steps": comparison.slowest_in_steps}
 
 
 def gap_rows(analysis: SessionAnalysis, largest: int | None = None) -> list[dict]:
-    """Gap pieces as rows, by worker, device and time; only the ``largest`` ones if given."""
-    workers = analysis.workers
-    if largest is not None:
-        durations = np.concatenate([w.pieces.dur_us for w in workers]) if workers else np.zeros(0)
-        cutoff = np.sort(durations)[-largest] if 0 < largest < durations.size else -np.inf
-    rows = []
-    for w in workers:
-        p = w.pieces
-        edge = w.at_capture_edge()
-        chosen = np.flatnonzero(p.dur_us >= cutoff) if largest is not None else range(len(p))
-        for i in chosen:
-            span, source, stack = w.piece_place(int(i))
-            rows.append({"worker": w.worker.label, "device": w.devices[p.device[i]].name,
-                         "start_us": float(p.start_us[i]), "dur_us": float(p.dur_us[i]),
-                         "cause": CAUSES[p.cause[i]].value, "span": span, "source": source,
-                         "stack": list(stack), "at_capture_edge": bool(edge[i])})
-    if largest is not None and len(rows) > largest:  # ties at the cutoff
-        keep = sorted(range(len(rows)), key=lambda r: -rows[r]["dur_us"])[:largest]
-        rows = [rows[r] for r in sorted(keep)]
-    return rows
+    """Gap pieces as rows, by worker, device and time; only the ``largest`` ones if given (from
+    the workers' summaries; all of them from the workers' analyses)."""
+    if largest is None:
+        rows = [row for w in analysis.workers for row in worker_gap_rows(w)]
+    else:
+        rows = largest_gaps(analysis.summaries, largest)
+    return [dict(asdict(row), stack=list(row.stack)) for row in rows]

@@ -3,13 +3,17 @@
 Contract: ``render_text(analysis, top=10, source_root=None)`` returns plain text (no colour codes, fits 100
 columns) that leads with what to fix: the ranked findings with span, file:line, time lost and
 advice (each advice text given once; a finding at a call into a library lists the library's lines
-inside it), the findings under ``MINOR_SHARE`` of the idle time listed after, one line each. Times
-are formatted by ``xlaprof.units.format_duration``; percentages are of device time. Paths under
-``source_root`` are shown relative to it (as in the JSON, which it is rendered from).
+inside it), the findings under ``MINOR_SHARE`` of the idle time listed after, one line each; for
+several workers a pod section comes first ("tpu-vm-17 is the slowest worker in 80% of steps: host
+tracing 2.1x the median worker's"), then only the workers that stand out. Times are formatted by
+``xlaprof.units.format_duration``; percentages are of device time. Paths under ``source_root``
+are shown relative to it (as in the JSON, which it is rendered from).
 """
 from __future__ import annotations
 
 import textwrap
+
+import numpy as np
 
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.device_profile import NO_SOURCE
@@ -22,6 +26,7 @@ from xlaprof.units import format_duration as _t
 WIDTH = 100
 TOP_OPS = 3  # ops shown under each graph
 MINOR_SHARE = 0.01  # findings below this share of the idle time are listed in one line each, after the others
+OUTLIER_SHARE = 0.10  # a worker whose median step is this far from the typical one is listed
 
 
 def _pct(part: float, whole: float) -> str:
@@ -48,6 +53,7 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
     for note in data["notes"]:
         out.append(textwrap.fill(f"note: {note}", WIDTH, subsequent_indent="      ") + "\n")
 
+    out += _pod_lines(data)
     out.append(rule("Idle time by cause"))
     for cause, us in sorted(data["idle_by_cause_us"].items(), key=lambda kv: -kv[1]):
         out.append(f"  {cause:<22} {_t(us):>12}  {_pct(us, idle)} of idle\n")
@@ -98,6 +104,42 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
     for source, n in list(reads["by_source"].items())[:top]:
         out.append(f"  {n:>6} at {source}\n")
     return "".join(out)
+
+
+def _pod_lines(data: dict) -> list[str]:
+    """Several workers: the slowest worker of most steps and the cause it has more of than the
+    median worker, then only the workers that stand out (median step or idle share off the
+    median worker's by more than ``OUTLIER_SHARE``)."""
+    per_worker = data["per_worker"]
+    if len(per_worker) < 2:
+        return []
+    out = [rule(f"Pod of {len(data['workers'])} workers")]
+    slowest = data["slowest_in_steps"]
+    if slowest:
+        worker, n = next(iter(slowest.items()))
+        per_step = {label: {c: us / max(row["steps"], 1) for c, us in row["idle_by_cause_us"].items()}
+                    for label, row in per_worker.items()}
+        median = {c: float(np.median([p[c] for p in per_step.values()])) for c in per_step[worker]}
+        cause = max(median, key=lambda c: per_step[worker][c] - median[c])
+        ratio = per_step[worker][cause] / median[cause] if median[cause] > 0 else float("inf")
+        times = f"{ratio:.1f}x" if np.isfinite(ratio) else f"{_t(per_step[worker][cause])} per step vs none in"
+        out.append(textwrap.fill(
+            f"{worker} is the slowest worker in {n / sum(slowest.values()):.0%} of steps: "
+            f"{cause.replace('_', ' ')} {times} the median worker's", WIDTH, initial_indent="  ",
+            subsequent_indent="  ") + "\n")
+    typical = float(np.median([row["median_step_us"] for row in per_worker.values()]))
+    outliers = [(label, row) for label, row in per_worker.items()
+                if typical > 0 and abs(row["median_step_us"] / typical - 1) > OUTLIER_SHARE]
+    for s in data["stragglers"]:
+        out.append(f"  straggler: {s['worker']} median step {_t(s['median_step_us'])}, "
+                   f"{_t(s['slower_by_us'])} slower; mostly {s['main_cause']}\n")
+    for label, row in outliers:
+        if all(s["worker"] != label for s in data["stragglers"]):
+            out.append(f"  outlier: {label} median step {_t(row['median_step_us'])} (typical {_t(typical)})\n")
+    alike = len(per_worker) - len(outliers)
+    out.append(f"  {alike} of {len(per_worker)} workers within {OUTLIER_SHARE:.0%} of the median worker's "
+               f"step time ({_t(typical)})\n")
+    return out
 
 
 def _line_rows(lines: list[dict], idle: float, top: int) -> list[str]:

@@ -56,6 +56,14 @@ class Worker:
     def label(self) -> str:
         return f"{self.host}:{self.port}" if self.port is not None else self.host
 
+    def read(self, limit: int | None = None) -> XSpaceData:
+        """Read the capture (if not read yet; at most ``limit`` bytes, by default
+        ``capture_size_limit()``) and return it."""
+        if self.space is None:
+            data = storage.read_bytes(self.path, capture_size_limit() if limit is None else limit, CAPTURE_SIZE_HINT)
+            self.space = read_xspace(data, source=self.path)
+        return self.space
+
 
 @dataclass
 class Session:
@@ -123,8 +131,7 @@ class Session:
             bar = progress_bar(desc="reading captures", total=round(sum(sizes) / 2**20, 1), unit="MB")
         try:
             for worker, size in zip(pending, sizes):
-                data = storage.read_bytes(worker.path, self.capture_limit, CAPTURE_SIZE_HINT)
-                worker.space = read_xspace(data, source=worker.path)
+                worker.read(self.capture_limit)
                 if bar is not None:
                     bar.update(round(size / 2**20, 1))
         finally:
@@ -133,12 +140,25 @@ class Session:
         return self
 
     @property
+    def capture_bytes(self) -> int:
+        """The workers' capture files' sizes, added up."""
+        return sum(_size(w.path) for w in self.workers)
+
+    @property
     def is_read(self) -> bool:
         return all(w.space is not None for w in self.workers)
 
     @property
     def event_count(self) -> int:
         return sum(w.space.event_count for w in self.workers if w.space is not None)
+
+
+def _size(path: str) -> int:
+    """A file's size without opening it (0 where it cannot be had: reading it will say why)."""
+    try:
+        return storage.size(path)
+    except (OSError, XlaprofError):
+        return 0
 
 
 def _worker(path: str, entry: dict) -> Worker:
