@@ -15,7 +15,9 @@
  * doubles, up to max_backoff_s, until it comes promptly again. `samples` counts the samples,
  * `compared` those that took the GIL. `cpu_ns` is the thread's CPU time (ns, -1 where it cannot be
  * read) as of the last sample: the caller tells the time the thread ran Python from the time it was
- * blocked (in a sleep, a queue, a read). After a return, `depth` is the stack's number of frames and
+ * blocked (in a sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the stack returned
+ * last was read: the caller records the event later (once it has the GIL and a core), and says by
+ * how much. After a return, `depth` is the stack's number of frames and
  * `kept` how many of its outermost frames (code and line) are those of the stack returned before:
  * the caller formats only the `depth - kept` innermost ones.
  *
@@ -42,6 +44,7 @@ typedef struct {
     unsigned long ident;
     long native_id;   /* the thread's id in the kernel (threading.get_native_id()) */
     long long cpu_ns; /* its CPU time when last read */
+    long long sampled_ns; /* CLOCK_MONOTONIC when the stack returned last was read */
     double period_s, late_s, max_backoff_s, sleep_s;
     uint64_t rng;
     unsigned long long samples, compared; /* samples taken so far, and those that took the GIL */
@@ -223,6 +226,7 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
         Py_END_ALLOW_THREADS
         w->compared++;
         w->sleep_s = now_s() - asleep - pause > w->late_s ? Py_MIN(2 * w->sleep_s, w->max_backoff_s) : w->period_s;
+        w->sampled_ns = (long long)(now_s() * 1e9);
         PyFrameObject *top = innermost_frame(w->ident);
         if (top == NULL) {
             clear(&w->last);
@@ -278,6 +282,8 @@ static PyMemberDef watcher_members[] = {
     {"compared", T_ULONGLONG, offsetof(Watcher, compared), READONLY, "samples that took the GIL to compare the stack"},
     {"cpu_ns", T_LONGLONG, offsetof(Watcher, cpu_ns), READONLY,
      "the thread's CPU time (ns) as of the last sample, -1 where it cannot be read"},
+    {"sampled_ns", T_LONGLONG, offsetof(Watcher, sampled_ns), READONLY,
+     "when (time.monotonic_ns()) the stack returned last was read: the caller's event may open later"},
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
     {"kept", T_PYSSIZET, offsetof(Watcher, kept), READONLY,
      "outermost frames of the stack returned last equal (code and line) to those of the one before"},

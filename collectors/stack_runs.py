@@ -14,8 +14,9 @@ Contract:
 - Text is TraceMe-safe (``safe_text``): characters at which the profiler's
   "name#key=value,...#" metadata encoding cuts a value (``, # ' "``, and brackets left open)
   become "?".
-- ``RunWriter(open_event, max_event_s)`` turns a thread's samples ``(time_s, Stack, cpu_ns)`` into runs:
-  ``open_event(stack)`` opens an event at the first sample of a stack; the event closes
+- ``RunWriter(open_event, max_event_s)`` turns a thread's samples ``(time_s, Stack, cpu_ns, lag_us)``
+  into runs: ``open_event(stack, lag_us)`` opens an event at the first sample of a stack, ``lag_us``
+  after the sample was taken (the event records it: the run began that much earlier); the event closes
   (``event.__exit__``, as a TraceMe does) at the first sample of another stack, at ``close()``, or once it is
   ``max_event_s`` old, when it is reopened at once with the same stack. Events never overlap.
   ``cpu_ns`` is the sampled thread's CPU time at the sample (-1 where unknown): an event closes with
@@ -114,7 +115,7 @@ class Event(Protocol):  # what the profiler's TraceMe is: an event open from its
 class RunWriter:
     """One thread's samples as events, one per run of identical stacks, none older than max_event_s."""
 
-    def __init__(self, open_event: Callable[[Stack], Event], max_event_s: float) -> None:
+    def __init__(self, open_event: Callable[[Stack, float], Event], max_event_s: float) -> None:
         self._open_event = open_event
         self._max_event_s = max_event_s
         self._event: Event | None = None
@@ -122,13 +123,13 @@ class RunWriter:
         self._opened_s = 0.0
         self._opened_cpu_ns = self._cpu_ns = -1
 
-    def sample(self, now_s: float, stack: Stack, cpu_ns: int = -1) -> None:
+    def sample(self, now_s: float, stack: Stack, cpu_ns: int = -1, lag_us: float = 0.0) -> None:
         if self._event is not None:
             if stack is self._stack and now_s - self._opened_s < self._max_event_s:
                 self._cpu_ns = cpu_ns
                 return
             self.close(cpu_ns)
-        self._event = self._open_event(stack)
+        self._event = self._open_event(stack, lag_us)
         self._stack, self._opened_s = stack, now_s
         self._opened_cpu_ns = self._cpu_ns = cpu_ns
 

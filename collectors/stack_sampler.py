@@ -13,8 +13,9 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   the stack is read in Python (only its changed frames formatted) when it changed, or every
   ``REFRESH_S``. It records one TraceMe event per run of identical stacks (``stack_runs``), named
   after the innermost frame, with the stats py_thread (the host line id of the sampled thread),
-  py_thread_name and py_stack, and, as it closes, py_cpu_us: the CPU time the thread used during the
-  run (running Python, or blocked on the run's line). It ends,
+  py_thread_name, py_lag_us (how long after the C loop read the stack the event opened: the emitter
+  may wait for the GIL or a core) and py_stack, and, as it closes, py_cpu_us: the CPU time the thread
+  used during the run (running Python, or blocked on the run's line). It ends,
   closing its open event, when its thread ends, when recording stops, or at ``flush()`` (within
   ``REFRESH_S``).
 - A sample that fails is skipped and logged once per process; an emitter never raises. Where the C
@@ -132,8 +133,9 @@ class _Emitter(threading.Thread):
             stats = {vocabulary.PY_THREAD_STAT: host_line_id(target.ident),
                      vocabulary.PY_THREAD_NAME_STAT: safe_text(target.name).strip() or "?"}
 
-            def open_event(stack):  # py_stack last: an unbalanced bracket in it cannot swallow another stat
-                return profiler.TraceMe(stack.label, **stats, **{vocabulary.PY_STACK_STAT: stack.text})
+            def open_event(stack, lag_us):  # py_stack last: an unbalanced bracket in it cannot swallow another stat
+                return profiler.TraceMe(stack.label, **stats, **{vocabulary.PY_LAG_STAT: round(lag_us),
+                                                                 vocabulary.PY_STACK_STAT: stack.text})
 
             writer = RunWriter(open_event, MAX_EVENT_S)
             watcher = Watcher(target.ident, target.native_id, self.period_s, LATE_S,
@@ -158,7 +160,8 @@ class _Emitter(threading.Thread):
                 _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
                 reader = StackReader()
             else:
-                writer.sample(time.perf_counter(), stack, watcher.cpu_ns)
+                lag_us = max(0, time.monotonic_ns() - watcher.sampled_ns) / 1000
+                writer.sample(time.perf_counter(), stack, watcher.cpu_ns, lag_us)
             del frame
 
 

@@ -104,13 +104,20 @@ class Recorder:
     def __init__(self) -> None:
         self.now = 0.0
         self.events: list[list] = []
+        self.lags: list[float] = []
+        self.stats: list[tuple] = []
 
-    def open(self, stack: Stack):
+    def open(self, stack: Stack, lag_us: float):
         event = [stack.label, self.now, None]
         self.events.append(event)
+        self.lags.append(lag_us)
         recorder = self
 
         class Open:
+            def set_metadata(self, **stats) -> None:
+                assert event[2] is None, "metadata after the close"
+                recorder.stats.append((stack.label, stats))
+
             def __exit__(self, *exc) -> None:
                 assert event[2] is None, "closed twice"
                 event[2] = recorder.now
@@ -139,3 +146,20 @@ def test_a_long_run_is_cut_at_the_maximum_age():
     writer.close()
     assert [(round(start, 3), round(end, 3)) for _, start, end in recorder.events] == \
         [(0.0, 0.1), (0.1, 0.2), (0.2, 0.25)]
+
+
+def test_a_run_records_its_sample_lag_and_the_cpu_time_its_thread_used():
+    recorder, a, b = Recorder(), Stack("x.py:1 f", "x.py:1 f"), Stack("x.py:2 f", "x.py:2 f")
+    writer = RunWriter(recorder.open, max_event_s=0.1)
+    # (time, stack, the thread's CPU clock in ns, how late the event opens after the sample)
+    for now, stack, cpu_ns, lag in ((0.0, a, 1_000_000, 40.0), (0.001, a, 1_900_000, 5.0), (0.002, b, 2_000_000, 7.0)):
+        recorder.now = now
+        writer.sample(now, stack, cpu_ns, lag)
+    writer.close(2_000_500)
+    assert recorder.lags == [40.0, 7.0]  # each event's own lag, at its open
+    # a ran 1 ms of CPU until b was seen; b 0.5 us until the close.
+    assert recorder.stats == [("x.py:1 f", {"py_cpu_us": 1000}), ("x.py:2 f", {"py_cpu_us": 0})]
+    writer = RunWriter(recorder.open, max_event_s=0.1)
+    writer.sample(0.0, a)  # CPU clock unknown: no CPU time recorded
+    writer.close()
+    assert len(recorder.stats) == 2

@@ -1,7 +1,9 @@
 """The Python stacks the worker's stack sampler recorded, by thread and time.
 
 Contract: ``StackSamples.from_plane(plane, main_line)`` collects the sample events of
-``collectors/stack_sampler.py`` (events carrying ``py_stack``; see ``vocabulary``). Each is placed
+``collectors/stack_sampler.py`` (events carrying ``py_stack``; see ``vocabulary``), each moved back
+to when its stack was read (``py_lag_us``: the sampler records an event once it has the GIL and a
+core, which on a busy host may be a millisecond later), a run ending where the thread's next began. Each is placed
 on the host line of the thread it sampled (its ``py_thread`` line id); a sample whose thread has no
 line of its own in the capture (the thread recorded no TraceMe event) stays on its emitter's line,
 except the main thread's, which goes to ``main_line``. Consecutive samples of one thread with the
@@ -101,12 +103,17 @@ class StackSamples:
         names = [stat_text(thread_names.get(r, "")) for r in rows.tolist()]
         line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
                          for r, name in zip(rows.tolist(), names)], np.int32)
-        cpu_column = plane.stats.column(vocabulary.PY_CPU_STAT)
+        cpu_column, lag_column = plane.stats.column(vocabulary.PY_CPU_STAT), plane.stats.column(vocabulary.PY_LAG_STAT)
         cpu = np.array([_number(cpu_column.get(r)) for r in rows.tolist()], np.float64)
-        start = plane.events.start_us[rows]
-        end = start + plane.events.dur_us[rows]
+        lag = np.nan_to_num(np.array([_number(lag_column.get(r)) for r in rows.tolist()], np.float64))
+        opened = plane.events.start_us[rows]
+        start, end = opened - np.maximum(lag, 0.0), opened + plane.events.dur_us[rows]
         order = np.lexsort((start, line))
         line, start, end, stack, cpu = line[order], start[order], end[order], stack[order], cpu[order]
+        # A run ends where the thread's next one began (its sample, not its later event).
+        same_thread = line[1:] == line[:-1]
+        end[:-1][same_thread] = np.minimum(end[:-1][same_thread], np.maximum(start[1:][same_thread],
+                                                                             start[:-1][same_thread]))
         keep = _run_heads(line, start, end, stack)
         heads = np.flatnonzero(keep)
         run_end = np.maximum.reduceat(end, heads) if keep.size else end

@@ -109,8 +109,9 @@ PY_STACK_STAT = "py_stack"  # frames outermost first, joined by "\n", each "path
 PY_THREAD_STAT = "py_thread"  # the host line id of the sampled thread (its TraceMe thread id)
 PY_THREAD_NAME_STAT = "py_thread_name"  # the sampled thread's threading name ("MainThread", ...)
 PY_CPU_STAT = "py_cpu_us"  # CPU time the sampled thread used during the run (absent: unknown)
+PY_LAG_STAT = "py_lag_us"  # the run began this long before its event opened (absent: 0)
 STACK_LINE_PREFIX = "py "  # name of an emitter's line
-STACK_SAMPLE_STATS = frozenset({PY_STACK_STAT, PY_THREAD_STAT, PY_THREAD_NAME_STAT, PY_CPU_STAT})
+STACK_SAMPLE_STATS = frozenset({PY_STACK_STAT, PY_THREAD_STAT, PY_THREAD_NAME_STAT, PY_CPU_STAT, PY_LAG_STAT})
 STAT_KEYS_TO_READ = frozenset({SOURCE_STAT, STEP_NUM_STAT, GRAPH_HASH_STAT, PY_STACK_STAT})
 # Integer stats the reader keeps column-wise for every host event carrying them (see events.IntColumn).
 INT_STAT_COLUMNS = frozenset({PROGRAM_ID_STAT})
