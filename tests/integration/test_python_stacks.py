@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import capture_arms
-from tests.support.oracle import transfers_in_capture
+from tests.support.oracle import reads_while_sampled, transfers_in_capture
 from tests.support.workers import source_line
 from tests.support.workloads import diffusers_worker, tiny_scheduler
 from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
@@ -125,21 +125,26 @@ def diffusers_reports(tmp_path_factory) -> dict[str, tuple[str, dict]]:
 
 
 def test_reads_deep_inside_diffusers_are_one_finding_at_the_users_call(diffusers_reports):
-    _, report = diffusers_reports["dpm"]
+    session, report = diffusers_reports["dpm"]
     rows = [row for row in report["idle_by_line"] if row["cause"] == "transfer_from_device"]
     assert rows and all(row["source"].split(":")[0].endswith(DPM_SOLVER) for row in rows), \
         [row["source"] for row in rows]  # every read at the scheduler's lines, none at the UNet's
+    transfers = report["transfers_from_device"]
+    assert set(transfers["by_source"]) == {row["source"] for row in rows}
+    # Most reads made while the sampler ran have a line: a short one it slept through (here the UNet's
+    # forced run keeps both cores busy) has none, never a wrong one.
+    assert sum(transfers["by_source"].values()) >= 0.75 * reads_while_sampled(session), transfers
     lookup = rows[0]
     assert lookup["code"] and ("nonzero" in lookup["code"] or ".item()" in lookup["code"])
     assert any("diffusers_worker.py" in frame and "sample" in frame for frame in lookup["stack"])
     # The scheduler's reads are one finding at the user's call, its lines inside, ranked by their sum.
     call = f"{diffusers_worker.__file__}:{source_line(diffusers_worker, '# USER CALL: scheduler.step')}"
-    reads = [f for f in report["findings"] if f["kind"] == "transfer_from_device"]
+    reads = [f for f in report["findings"] if f["kind"] == "transfer_from_device" and f["source"]]
     assert [f["source"] for f in reads] == [call], [f["source"] for f in reads]
     inside = reads[0]["inside"]
     assert {line["source"] for line in inside} == {row["source"] for row in rows}
-    assert reads[0]["count"] == sum(line["pieces"] for line in inside) == report["transfers_from_device"]["count"]
-    assert reads[0]["lost_us"] == pytest.approx(report["idle_by_cause_us"]["transfer_from_device"])
+    assert reads[0]["count"] == sum(line["pieces"] for line in inside) == sum(transfers["by_source"].values())
+    assert reads[0]["lost_us"] >= 0.85 * report["idle_by_cause_us"]["transfer_from_device"]
     assert reads[0]["advice"] in (ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY)
 
 

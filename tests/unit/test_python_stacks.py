@@ -104,10 +104,15 @@ def test_a_sample_of_a_thread_without_its_own_line_goes_to_the_main_thread(tmp_p
     assert result.idle_by_line[0].source == f"{library}:3"
 
 
-def test_read_advice_fits_a_library_lookup_and_a_step_closure(tmp_path, library):
+def test_read_advice_fits_a_library_lookup_a_device_index_and_a_step_closure(tmp_path, library):
     plain = parse_stack(f"{MAIN}\n{library}:2 lookup").to_source
-    from xlaprof.analysis.advice import ADVICE_CLOSURE, advice_for
-    assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, "return self.table[t]") == ADVICE_READ_IN_LIBRARY
+    from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DEVICE_INDEX, advice_for
+    assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, "return self.lookup(t).item()") == ADVICE_READ_IN_LIBRARY
+    # A table indexed with a device scalar is fixed at the call with a CPU index, in a library or not.
+    for code in ("return self.table[t]", "sigma = self.sigmas[self.step_index]"):
+        assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, code) == ADVICE_DEVICE_INDEX
+    for code in ("x = y[:, :n]", "v = out[0].item()", "step_index = candidates[pos].item()"):
+        assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, code) != ADVICE_DEVICE_INDEX
     closure = ("/work/train.py:10 <module>", "/venv/site-packages/torch_xla/core/xla_model.py:900 _run_step_closures",
                "/work/train.py:30 log")
     assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, closure, "print(loss.item())") == ADVICE_CLOSURE

@@ -8,6 +8,8 @@ Python stack (outermost first, "file:line function", down to the line) and line 
   it still waits for that step; read less often or run the closure asynchronously;
 - a data-dependent op (``nonzero``, ``masked_select``, boolean masks) needs the values on the
   host to know its output's shape;
+- a table indexed with a device scalar (``x[t]``, ``self.sigmas[i]``) reads the index: it is
+  fixed at the call with a CPU index (or a gather on the device), not by reading less often;
 - host-to-device copies where the input pipeline already prefetches (``MpDeviceLoader``), or of
   tensors made on the host inside the step, are constants and scalars, not a data-loader problem.
 Otherwise the kind's general advice (``ADVICE``).
@@ -102,6 +104,12 @@ ADVICE_DATA_DEPENDENT = (
     "A data-dependent op (nonzero, masked_select, boolean indexing, unique) must copy its input to "
     "the host to learn its output's shape. Compute the index on the CPU from values you already have, "
     "or use a fixed-shape form (torch.where(mask, a, b), a mask multiplied in) that stays on the device.")
+ADVICE_DEVICE_INDEX = (
+    "This line indexes a tensor with a scalar that lives on the device (x[t] with t a device tensor, "
+    "e.g. a scheduler's sigmas[step_index]): the index must be read to the host first, every call. "
+    "Reading less often does not apply: keep the index on the CPU at the call (a Python int, or the "
+    "table and its index as CPU tensors), or gather on the device with torch.index_select / "
+    "torch.gather so nothing is read.")
 ADVICE_SMALL_TRANSFERS = (
     "These host-to-device copies are tensors created on the host inside the step (torch.tensor(...), "
     "Python scalars turned into tensors), not input batches: create them once on the device outside the "
@@ -109,6 +117,8 @@ ADVICE_SMALL_TRANSFERS = (
 
 _DATA_DEPENDENT = re.compile(r"\b(nonzero|masked_select|unique|argwhere)\b|\[[^\]]*(==|!=|<|>)[^\]]*\]")
 _CLOSURE = re.compile(r"step_closure")
+_INDEXED = re.compile(r"[\w\)\]]\[\s*[A-Za-z_][\w.]*\s*\]")  # x[t], self.sigmas[self.i]: one named index
+_EXPLICIT_READ = re.compile(r"\.(item|tolist|numpy|cpu)\(|\b(float|int|bool|print)\(")
 _PREFETCHING = re.compile(r"parallel_loader|MpDeviceLoader")
 _HOST_TENSOR = re.compile(r"torch\.(tensor|as_tensor|full|ones|zeros)\(|\.to\(")
 
@@ -120,6 +130,8 @@ def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None) -> s
             return ADVICE_CLOSURE
         if code and _DATA_DEPENDENT.search(code):
             return ADVICE_DATA_DEPENDENT
+        if code and _INDEXED.search(code) and not _EXPLICIT_READ.search(code):
+            return ADVICE_DEVICE_INDEX
         if is_library_file(source.rpartition(" ")[0] or source):
             return ADVICE_READ_IN_LIBRARY
     if kind is FindingKind.TRANSFER_TO_DEVICE and (

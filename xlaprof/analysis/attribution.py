@@ -147,8 +147,9 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     start, end = left[first], right[last]
     piece_gap, piece_cause = gap[first], state[first]
 
-    span, line, when, until = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
+    span, line, when, until, read = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
     stack = host.stacks.at(line, when, until) if len(host.stacks) else np.full(start.size, -1, np.int64)
+    stack[read >= 0] = host.read_stack[read[read >= 0]]  # a read's: its call's, as the reads have it
     return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span, stack)
 
 
@@ -164,9 +165,9 @@ def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray):
 
 
 def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: np.ndarray, gap: np.ndarray,
-                 read_of_gap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per piece: its span (rule 4), and the host line and time (for tracing and unattributed
-    time) or event (start, end) whose stack names it."""
+                 read_of_gap: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per piece: its span (rule 4), the host line and time (for tracing and unattributed time) or
+    event (start, end) whose stack names it, and for a read's piece the read (-1 for others)."""
     by_code: dict[int, EventSet] = {
         CODE[Cause.COMPILE]: host.compiles,
         CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
@@ -178,6 +179,7 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
     when = until = (start + end) / 2  # a moment, or for a piece caused by an event, the event
     until = until.copy()
     named = np.zeros(start.size, bool)
+    read = np.full(start.size, -1, np.int64)
     for code, events in by_code.items():
         pick = np.flatnonzero(cause == code)
         j = events.holding_all(start[pick])
@@ -190,10 +192,12 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
         if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
             at = events.end[j] - READ_SPAN_BEFORE_END_US
         span[pick] = host.spans_at(events.line[j].astype(np.int64), at)
+        if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
+            read[pick] = j
         named[pick] = True
         line[pick] = events.line[j]
         if code != CODE[Cause.HOST_TRACING]:
             when[pick], until[pick] = events.start[j], events.end[j]
     rest = np.flatnonzero(~named)
     span[rest] = host.spans_at(np.full(rest.size, -1, np.int64), when[rest])
-    return span, line, when, until
+    return span, line, when, until, read

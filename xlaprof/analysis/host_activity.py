@@ -14,6 +14,8 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   compiler's passes of a compile that began before the capture (``span_index.compiler_rows``), ``tracing`` (the lazy
   tensor machinery and the user's spans: the host running the step's Python).
 - ``spans``: the user spans (``SpanIndex``) and ``main_line``, the training loop's thread.
+- ``read_stack``: per read (in ``transfers_from_device`` order), the stack id of its Python call
+  (``StackSamples.reads_on``), -1 where unknown.
 - ``stacks``: the Python stacks the worker's sampler recorded (``StackSamples``; empty for a worker
   without the sampler), ``python_lines``: the host lines of Python threads.
 - ``sampled_work()``: from the training loop thread's sampled runs, the intervals where it ran
@@ -111,6 +113,7 @@ class HostActivity:
     stacks: StackSamples = field(default_factory=StackSamples.empty)
     python_lines: frozenset[int] = frozenset()
     edge_compile: EventSet = field(default_factory=lambda: EventSet.of(None, np.zeros(0, np.int64)))
+    read_stack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per read: its call's stack id
 
     @staticmethod
     def from_space(space: XSpaceData) -> HostActivity:
@@ -136,7 +139,7 @@ class HostActivity:
         if main_line < 0:
             main_line = busiest
         chain = EventSet.of(plane, np.setdiff1d(runtime_rows, boundary_rows))
-        tfd = _read_calls(EventSet.of(plane, tfd_rows), chain, EventSet.of(plane, boundary_rows), stacks)
+        tfd, read_stack = _read_calls(EventSet.of(plane, tfd_rows), chain, EventSet.of(plane, boundary_rows), stacks)
         compile_rows = plane.rows_named(vocabulary.GRAPH_COMPILE)
         if compile_rows.size == 0:
             compile_rows = plane.rows_named(vocabulary.BACKEND_COMPILE)
@@ -146,7 +149,7 @@ class HostActivity:
         span_rows = np.union1d(runtime_rows, spans.rows)
         return HostActivity(plane, tfd, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE)),
                             compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
-                            stacks, python_lines, EventSet.of(plane, passes))
+                            stacks, python_lines, EventSet.of(plane, passes), read_stack)
 
     def sampled_work(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         start, end, stack, running = self.stacks.runs_on(self.main_line)
@@ -169,26 +172,29 @@ def _in_runtime(stack: PyStack) -> bool:
     return bool(stack.frames) and is_torch_file(stack.frames[-1].file)
 
 
-def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet, stacks: StackSamples) -> EventSet:
-    """Each read extended back to the start of the Python call that made it (see the contract). A
-    chain of runtime events never reaches back over a step boundary (an explicit sync)."""
+def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
+                stacks: StackSamples) -> tuple[EventSet, np.ndarray]:
+    """Each read extended back to the start of the Python call that made it (see the contract), and
+    the stack id of that call (``StackSamples.reads_on``; -1 where unknown). A chain of runtime
+    events never reaches back over a step boundary (an explicit sync)."""
+    read_stack = np.full(len(reads), -1, np.int64)
     if not len(reads):
-        return reads
+        return reads, read_stack
     start = reads.start.copy()
     for line in np.unique(reads.line).tolist():
         mine = np.flatnonzero(reads.line == line)
         on_line = runtime.line == line
         r_start, r_end = runtime.start[on_line], runtime.end[on_line]
         b_end = np.sort(boundaries.end[boundaries.line == line])
-        seen_begun = stacks.call_starts(line, reads.start[mine], reads.end[mine])
         last_boundary = np.searchsorted(b_end, reads.start[mine], side="right") - 1
+        chained = np.array([max(_chain_start(r_start, r_end, reads.start[i]), b_end[k] if k >= 0 else -np.inf)
+                            for i, k in zip(mine.tolist(), last_boundary.tolist())])
+        read_stack[mine], seen_begun = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
         previous_end = -np.inf
-        for i, begun, k in zip(mine.tolist(), seen_begun.tolist(), last_boundary.tolist()):
-            if begun == -np.inf:
-                begun = max(_chain_start(r_start, r_end, reads.start[i]), b_end[k] if k >= 0 else -np.inf)
-            start[i] = max(min(begun, reads.start[i]), previous_end)
+        for i, begun, chain in zip(mine.tolist(), seen_begun.tolist(), chained.tolist()):
+            start[i] = max(min(chain if begun == -np.inf else begun, reads.start[i]), previous_end)
             previous_end = reads.end[i]
-    return EventSet(reads.rows, start, reads.end, reads.line)
+    return EventSet(reads.rows, start, reads.end, reads.line), read_stack
 
 
 def _moved_on(plane: Plane, boundary_rows: np.ndarray, read_rows: np.ndarray,

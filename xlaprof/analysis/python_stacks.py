@@ -3,8 +3,8 @@
 Contract: ``StackSamples.from_plane(plane, main_line)`` collects the sample events of
 ``collectors/stack_sampler.py`` (events carrying ``py_stack``; see ``vocabulary``), each moved back
 to when its stack was read (``py_lag_us``: the sampler records an event once it has the GIL and a
-core, which on a busy host may be a millisecond later), a run ending where the thread's next began. Each is placed
-on the host line of the thread it sampled (its ``py_thread`` line id); a sample whose thread has no
+core, which on a busy host may be a millisecond later), a run ending where the thread's next
+began. Each is placed on the host line of the thread it sampled (its ``py_thread`` line id); a sample whose thread has no
 line of its own in the capture (the thread recorded no TraceMe event) stays on its emitter's line,
 except the main thread's, which goes to ``main_line``. Consecutive samples of one thread with the
 same stack are merged into one run (the sampler cuts long runs into 0.1 s events).
@@ -13,9 +13,9 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   ``LAG_US``) belongs to that run.
 - ``at(lines, starts, ends)``: for events, the stack of the first run the sampler began during
   each event (it saw the thread inside it; the run holding an event's start may be the previous
-  line's, seen late), else the run holding its end. ``call_starts(line, starts, ends)``: per
-  event on ``line``, when that run began, i.e. when the Python call holding the event began
-  (-inf where there is none).
+  line's, seen late), else the run holding its end. ``reads_on(line, starts, ends)``: for the
+  reads on ``line``, the stack of each read's call, taken from inside the read where the sampler
+  saw it, else never from a line that does not read (see the method), and when the call began.
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
 - ``running``: per run, whether its thread was running Python (it used at least ``RUNNING_SHARE``
   of the run's time on a CPU: the sampler's ``py_cpu_us``) rather than blocked on the run's line (a
@@ -190,13 +190,41 @@ class StackSamples:
                 result[mine] = self._seen_after_same_stack(line, *self._first_seen(line, times[mine], ends[mine]))
         return result
 
-    def call_starts(self, line: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """When the Python call holding each event [start, end] on ``line`` began: the start of the
-        run of identical samples the sampler saw during it (-inf where it saw none)."""
-        run, _ = self._first_seen(line, starts, ends)
+    def reads_on(self, line: int, starts: np.ndarray, ends: np.ndarray,
+                 calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For the reads (TransferFromDevice events [start, end], sorted) on ``line``: the stack id
+        of each read's Python call (-1 where unknown), and when that call began (-inf where the
+        sampler did not see it). ``calls``: when each read's call provably was under way (its
+        chain of runtime events before the transfer began). A read's run is ``_first_seen``'s
+        where its stack is a reading stack, one the sampler saw from inside a reading call
+        somewhere in the capture (a run that began between ``calls`` and the read's end). A sampler that slept through a short read (or was kept off the
+        cores by the device's own threads, which a read sets to work) saw the thread on the line
+        it had before, then on the reading line just after, or on none: so where reading stacks
+        exist, a read whose run's stack is not one takes the next run's (begun within ``LAG_US``
+        of the read's end) if that one is, else the stack seen for the reads that followed a run
+        of its run's stack (``_seen_after_same_stack``), else none: never a line that does not
+        read. A capture where no read was seen from inside keeps ``_first_seen``'s runs."""
+        run, stale_run = self._first_seen(line, starts, ends)
         if not len(self):
-            return np.full(run.size, -np.inf)
-        return np.where(run >= 0, self.start[np.maximum(run, 0)], -np.inf)
+            return np.full(run.size, -1, np.int64), np.full(run.size, -np.inf)
+        lo, hi = self._ranges.get(int(line), (0, 0))
+        begun = np.searchsorted(self.start[lo:hi], calls, side="left") + lo
+        inside = (begun < hi) & (self.start[np.minimum(begun, hi - 1)] < ends)
+        reading = np.zeros(len(self.stacks) + 1, bool)
+        reading[self.stack[begun[inside]]] = True
+        after = np.searchsorted(self.start[lo:hi], ends - SEEN_US, side="left") + lo
+        soon = (after < hi) & (self.start[np.minimum(after, hi - 1)] - ends <= LAG_US)
+        next_stack = np.where(soon, self.stack[np.minimum(after, hi - 1)], -1)
+        found_stack = np.where(run >= 0, self.stack[np.maximum(run, 0)], -1)
+        doubtful = reading.any() & (found_stack >= 0) & ~reading[found_stack]
+        moved = doubtful & reading[next_stack]
+        stale_run = np.where(doubtful & ~moved, run, stale_run)  # like a stale run: its stack went before
+        run = np.where(doubtful, -1, run)
+        stacks = self._seen_after_same_stack(line, run, stale_run)
+        stacks[moved] = next_stack[moved]
+        if reading.any():
+            stacks[~reading[stacks]] = -1
+        return stacks, np.where(run >= 0, self.start[np.maximum(run, 0)], -np.inf)
 
 
 def _run_heads(line: np.ndarray, start: np.ndarray, end: np.ndarray, stack: np.ndarray) -> np.ndarray:

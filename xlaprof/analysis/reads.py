@@ -4,7 +4,8 @@ Contract: ``summarize_reads(host)`` gives one worker's ``ReadSummary``: Transfer
 transfer time, blocked host time (the whole reading calls: the forced early execution, sync,
 barrier wait and transfer, what an ``.item()`` costs the host), per-span counts (``NO_SPAN``
 outside any span) and, where the worker's stacks were sampled, per-line counts (the reading
-call's ``PyStack.source``). ``merge_reads`` sums workers'. Times in microseconds.
+call's ``PyStack.source``: ``HostActivity.read_stack``). ``merge_reads`` sums workers'. Times in
+microseconds.
 """
 from __future__ import annotations
 
@@ -30,8 +31,7 @@ def summarize_reads(host: HostActivity) -> ReadSummary:
     reads = host.transfers_from_device
     lines, inside = reads.line.astype(np.int64), reads.end - READ_SPAN_BEFORE_END_US
     by_span = Counter(host.spans.label(int(i))[0] or NO_SPAN for i in host.spans_at(lines, inside))
-    stacks = host.stacks.at(lines, reads.start, reads.end) if len(host.stacks) else np.zeros(0, np.int64)
-    by_source = Counter(host.stacks.stacks[i].source for i in stacks.tolist() if i >= 0)
+    by_source = Counter(host.stacks.stacks[i].source for i in host.read_stack.tolist() if i >= 0)
     by_source.pop(None, None)
     return ReadSummary(
         count=len(reads),
