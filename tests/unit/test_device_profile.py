@@ -44,7 +44,7 @@ def test_tpu_graphs_ops_and_lines_are_exact(tmp_path):
     assert report["device_time_by_line"][0]["source"] == "train.py:15"
     text = render_text(analysis)
     assert "Device time by graph" in text and "Device time by Python line" in text
-    assert f"  SyncTensorsGraph.93 (program 22) on w0:9012, dispatched in train_step\n" in text
+    assert "  SyncTensorsGraph.93 (program 22) on w0:9012, dispatched in train_step\n" in text
 
 
 def _cpu_capture() -> bytes:

@@ -8,8 +8,8 @@ import time
 import weakref
 
 import pytest
-
 from collectors._stack_watch import Watcher
+
 from collectors.stack_runs import StackReader
 
 PERIOD_S = 0.001

@@ -22,8 +22,8 @@ from itertools import count
 import numpy as np
 
 from xlaprof.analysis import SessionAnalysis, WorkerAnalysis, intervals
-from xlaprof.analysis.attribution import CAUSES, Cause
 from xlaprof.analysis.advice import FindingKind
+from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.findings import Finding
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
