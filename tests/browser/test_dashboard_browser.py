@@ -98,7 +98,7 @@ def test_session_page_shows_findings_and_the_culprit_span(site, browser):
     spans = [f.find_element("css selector", ".finding-span").text for f in findings]
     assert "log_loss" in spans
     read = findings[spans.index("log_loss")]
-    assert "train.py:57" in read.text and "transfer from device" in read.text
+    assert "train.py:57" in read.text and "transfer_from_device" in read.text
     assert "recompilation" in text_of(browser, "#findings")
     for card in (".card-device", ".card-idle", ".card-compiles", ".card-reads", ".card-fallbacks"):
         assert browser.find_element("css selector", card).is_displayed()
