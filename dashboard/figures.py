@@ -174,10 +174,12 @@ def step_distributions(view: CompareView) -> go.Figure:
     fig = go.Figure()
     edges = view.bin_edges_ms
     if edges.size:
-        size = float(edges[1] - edges[0]) if edges.size > 1 else 1.0
+        size = float(edges[1] - edges[0])  # equal bins (views.compare.step_bins)
         bins = dict(start=float(edges[0]), end=float(edges[-1]), size=size)
         for side, values in (("before", view.step_before_ms), ("after", view.step_after_ms)):
-            fig.add_trace(go.Histogram(x=values, name=f"{side} ({values.size} steps)", xbins=bins, autobinx=False,
+            # far outliers are drawn in the last bin (its hover says from where)
+            shown = np.minimum(values, edges[-1] - size / 2) if view.overflow_ms is not None else values
+            fig.add_trace(go.Histogram(x=shown, name=f"{side} ({values.size} steps)", xbins=bins, autobinx=False,
                                        marker_color=SIDES[side], opacity=0.6,
                                        hovertemplate=f"{side}: %{{y}} steps of %{{x}} ms<extra></extra>"))
     fig.update_xaxes(title_text="step time (ms)")

@@ -69,7 +69,8 @@ def _body(state: AppState, before: object, after: object) -> list:
                     ui.legend(side_items(*(f"{side} ({values.size:,} steps)" for side, values in
                                            (("before", view.step_before_ms), ("after", view.step_after_ms))))),
                     dcc.Graph(id="compare-steps", figure=step_distributions(view).to_dict(), config=GRAPH_CONFIG),
-                    class_name="card-wide"),
+                    html.P(f"The last bar counts every step over {view.overflow_ms:,.1f} ms.", className="muted")
+                    if view.overflow_ms is not None else None, class_name="card-wide"),
         ], className="cards"),
         html.H3("Findings matched across the two (by kind and source line, else span)"),
         table_grid("compare-findings", FINDING_COLUMNS, view.finding_rows, page_size=PAGE_SIZE,
