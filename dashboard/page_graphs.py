@@ -19,7 +19,7 @@ from xlaprof.errors import XlaprofError
 
 PAGE_SIZE = 10
 NUMBER, COUNT, ID, SOURCE = ColumnKind.NUMBER, ColumnKind.COUNT, ColumnKind.ID, ColumnKind.SOURCE
-GRAPH_COLUMNS = [Column("worker", "Worker", min_px=130), Column("program", "Program", ID), Column("module", "Module", grow=2),
+GRAPH_COLUMNS = [Column("worker", "Worker", min_px=130), Column("program", "Program", ID), Column("graph", "Graph", grow=2),
                  Column("runs", "Runs", COUNT), Column("total_ms", "Device time (ms)", NUMBER, sort="desc"),
                  Column("median_ms", "Median run (ms)", NUMBER), Column("busy_pct", "% of busy", NUMBER),
                  Column("span", "Dispatched in", grow=2), Column("source", "Source", SOURCE, grow=2),
@@ -59,7 +59,7 @@ def section(analysis: SessionAnalysis) -> html.Div:
 
 def _ops_title(graphs: list[dict], index: int) -> str:
     g = graphs[index]
-    return f"Ops of {g['module'] or 'program'} (program {g['program']}) on {g['worker']}"
+    return f"Ops of {g['graph']} on {g['worker']}"
 
 
 def register(app: Dash, state: AppState) -> None:

@@ -42,15 +42,16 @@ from xlaprof.errors import RunNotFoundError, XlaprofError
 
 PAGE_SIZE = 15
 NUMBER, SOURCE = ColumnKind.NUMBER, ColumnKind.SOURCE
-GAP_COLUMNS = [Column("worker", "Worker"), Column("device", "Device"), Column("start_ms", "Start (ms)", NUMBER),
+GAP_COLUMNS = [Column("worker", "Worker", min_px=130), Column("device", "Device"), Column("start_ms", "Start (ms)", NUMBER),
                Column("dur_ms", "Duration (ms)", NUMBER, sort="desc"),
                Column("cause", "Cause", grow=2, colors=dict(CAUSE_COLORS)),
                Column("span", "Span", grow=2), Column("source", "Source", SOURCE, grow=2),
                Column("stack", "Python stack", hidden=True)]
-COMPILE_COLUMNS = [Column("worker", "Worker", wrap=True), Column("start_ms", "Start (ms)", NUMBER),
+COMPILE_COLUMNS = [Column("worker", "Worker", min_px=130), Column("start_ms", "Start (ms)", NUMBER),
                    Column("dur_ms", "Duration (ms)", NUMBER), Column("span", "Span", grow=2, wrap=True),
-                   Column("source", "Source", SOURCE, grow=2), Column("graph_hash", "Graph hash", grow=2, wrap=True),
-                   Column("cause", "Cause", grow=3, wrap=True), Column("trigger", "Triggered at", SOURCE, grow=2),
+                   Column("source", "Source", SOURCE, grow=2), Column("graph", "Graph", grow=2, tooltip="graph_hash"),
+                   Column("cause", "Cause", grow=3, wrap=True, tooltip="cause_tip"),
+                   Column("trigger", "Triggered at", SOURCE, grow=2),
                    Column("changed", "Changed vs previous graph", grow=3, wrap=True)]
 GRAPH_CONFIG = {"displaylogo": False, "scrollZoom": True}
 GONE = "This session is no longer available: reload the page."
