@@ -67,7 +67,7 @@ class Column:
 def server_grid(grid_id: str, columns: list[Column], *, page_size: int, empty: str) -> dag.AgGrid:
     return dag.AgGrid(
         id=grid_id, columnDefs=[_column_def(c) for c in columns], defaultColDef=_DEFAULT_COL,
-        rowModelType="infinite", getRowId="String(params.data.id)", className=_CLASS,
+        rowModelType="infinite", getRowId="params.data.id", className=_CLASS,
         dashGridOptions={**_options(page_size, empty), "cacheBlockSize": page_size, "maxBlocksInCache": 20,
                          "infiniteInitialRowCount": page_size},
         style={"width": "100%"})
