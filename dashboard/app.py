@@ -23,17 +23,11 @@ from dashboard.state import AppState
 from dashboard.views.logdir_guard import printable
 
 log = logging.getLogger("xlaprof")
-PLOTLY_SCRIPT = "/_dash-component-suites/plotly/package_data/plotly.min.js"  # dcc.Graph's own URL for it
 
 
 def create_app(logdir: str, state: AppState | None = None) -> Dash:
     state = state or AppState(str(logdir))
     app = Dash(__name__, title="xlaprof", update_title=None, suppress_callback_exceptions=True)
-    # Plotly's 4.8 MB script is fetched only once a page with a figure is drawn; fetched with the
-    # other scripts instead, it is in the browser's cache by then (the first render of a session
-    # page waits for it less).
-    preload = f'<link rel="preload" as="script" href="{app.get_relative_path(PLOTLY_SCRIPT)}">'
-    app.index_string = app.index_string.replace("{%css%}", "{%css%}\n        " + preload)
     app.layout = html.Div([
         dcc.Location(id="url", refresh=False),
         html.Header([dcc.Link("xlaprof", href="/", className="brand"),
