@@ -46,8 +46,8 @@ class ColumnKind(Enum):
 
 NUMERIC = (ColumnKind.NUMBER, ColumnKind.COUNT, ColumnKind.ID)
 DECIMALS = {ColumnKind.NUMBER: 1, ColumnKind.COUNT: 0}
-MIN_PX = {ColumnKind.NUMBER: 100, ColumnKind.COUNT: 80, ColumnKind.ID: 80, ColumnKind.SOURCE: 120,
-          ColumnKind.TEXT: 90}
+MIN_PX = {ColumnKind.NUMBER: 90, ColumnKind.COUNT: 75, ColumnKind.ID: 75, ColumnKind.SOURCE: 100,
+          ColumnKind.TEXT: 80}
 
 
 @dataclass(frozen=True)
