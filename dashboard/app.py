@@ -18,7 +18,13 @@ from dash import Dash, Input, Output, dcc, html
 from dash.exceptions import DependencyException
 
 from dashboard import components as ui
-from dashboard import page_graphs, pages_compare, pages_session, pages_sessions, request_guard
+from dashboard import (
+    page_graphs,
+    pages_compare,
+    pages_session,
+    pages_sessions,
+    request_guard,
+)
 from dashboard.state import AppState
 from dashboard.views.logdir_guard import printable
 

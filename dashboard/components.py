@@ -201,8 +201,8 @@ def sessions_table(rows: list[dict]) -> html.Table:
             figures = [html.Td(row["error"], colSpan=3, className="row-error")]
         else:
             step = row["step_median_us"]
-            figures = [html.Td(format_duration(row["duration_us"])), html.Td(f"{row['idle_pct']:.1f}%"),
-                       html.Td(format_duration(step) if step is not None else "no steps")]
+            figures = [html.Td(format_ms(row["duration_us"])), html.Td(f"{row['idle_pct']:.1f}%"),
+                       html.Td(format_ms(step) if step is not None else "no steps")]
         body.append(html.Tr([html.Td(dcc.Link(row["run"], href=session_href(row["run"]), className="session-link")),
                              html.Td(row["date"]), html.Td(str(row["workers"])), *figures]))
     return html.Table([html.Thead(head), html.Tbody(body)], id="sessions-table", className="table")

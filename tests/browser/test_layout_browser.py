@@ -7,7 +7,12 @@ import re
 
 import pytest
 
-from tests.support.dashboard_harness import DashboardServer, screenshot, wait_for, write_demo_logdir
+from tests.support.dashboard_harness import (
+    DashboardServer,
+    screenshot,
+    wait_for,
+    write_demo_logdir,
+)
 from tests.support.synthetic import write_before_after
 
 SIZES = ((1024, 768), (1280, 900))
