@@ -7,7 +7,8 @@ Contract: ``create_app(logdir, state=None)`` returns a ``dash.Dash`` serving
 - ``/compare``: two sessions side by side (``pages_compare``); ``?before=RUN&after=RUN`` picks them,
 - anything else: a not-found message. No URL reaches a file: session ids go through
   ``logdir_guard`` (in ``AppState.entry``), and an unexpected failure while drawing a page shows
-  one error on that page, never a traceback, while the rest of the app keeps working.
+  one error on that page, never a traceback, while the rest of the app keeps working. A body over
+  a few MB gets 413, a malformed callback request 400 (``request_guard``).
 """
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from dash import Dash, Input, Output, dcc, html
 from dash.exceptions import DependencyException
 
 from dashboard import components as ui
-from dashboard import page_graphs, pages_compare, pages_session, pages_sessions
+from dashboard import (
+    page_graphs,
+    pages_compare,
+    pages_session,
+    pages_sessions,
+    request_guard,
+)
 from dashboard.state import AppState
 from dashboard.views.logdir_guard import printable
 
@@ -46,6 +53,7 @@ def create_app(logdir: str, state: AppState | None = None) -> Dash:
     pages_session.register(app, state)
     page_graphs.register(app, state)
     pages_compare.register(app, state)
+    request_guard.install(app)
     return app
 
 

@@ -6,7 +6,7 @@ Element ids and class names used here are what the browser tests look for: ``fin
 panel's body (``stack-title``, ``stack-code``, ``stack-frames`` of ``frame`` items, marked
 ``frame-user``/``frame-framework`` and ``frame-source``), ``session-error``, ``not-found``,
 ``sessions-table`` (``session-link``), ``compare-link``, ``recompiles`` (``recompile``, ``recompile-summary``),
-``compile-changed``.
+``compile-changed``, ``legend`` (``legend-item``: a figure's key).
 """
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from urllib.parse import quote
 
 from dash import dcc, html
 
-from dashboard.figures import COLORS
+from dashboard.figures import color
 from dashboard.views.graphs import CompileDetail
 from dashboard.views.overview import Overview
 from dashboard.views.stacks import GapStack, StackLine, finding_stack
 from xlaprof.analysis.findings import Finding
 from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.worker_comparison import Straggler
-from xlaprof.units import format_duration
+from xlaprof.report.causes import titled
+from xlaprof.units import format_duration, format_ms
 
 TOP_FINDINGS = 10
 
@@ -43,6 +44,13 @@ def stat(label: str, value: str) -> html.Div:
                     className="stat")
 
 
+def legend(items: list[tuple[str, str, str]], legend_id: str | None = None) -> html.Div:
+    """An HTML key of (name, colour, hover text) items, above a figure (class ``legend``)."""
+    keys = [html.Span([html.Span(className="legend-swatch", style={"background": colour}), name],
+                      className="legend-item", title=hover) for name, colour, hover in items]
+    return html.Div(keys, className="legend", **({"id": legend_id} if legend_id else {}))
+
+
 def message(kind: str, title: str, text: str) -> html.Div:
     """A full-width notice: ``kind`` is ``not-found`` or ``session-error``."""
     return html.Div([html.H2(title), html.P(text, className="message-text"),
@@ -55,11 +63,12 @@ def findings_list(findings: list[Finding]) -> html.Div:
                         id="findings", className="section")
     items = []
     for rank, f in enumerate(findings[:TOP_FINDINGS], start=1):
-        colour = COLORS.get("compile" if f.kind == "recompilation" else f.kind, "#555")
+        cause = f.kind.cause.value if f.kind.cause else f.kind.value
         items.append(html.Li([
             html.Div([
                 html.Span(f"#{rank}", className="finding-rank"),
-                html.Span(f.kind.replace("_", " "), className="badge", style={"background": colour}),
+                html.Span(f.kind.value, className="badge", style={"background": color(cause)},
+                          title=titled(cause)),
                 html.Span(format_duration(f.lost_us) + " lost" if f.lost_us > 0 else "", className="finding-lost"),
                 html.Code(f.span or "(outside any span)", className="finding-span"),
                 html.Span(f.source or "source unknown", className="finding-source"),
@@ -108,17 +117,17 @@ def stack_panel(gap: GapStack | None) -> list:
 
 def device_card(ov: Overview) -> html.Div:
     return card("Device time",
-                stat("busy", format_duration(ov.busy_us)), stat("idle", format_duration(ov.idle_us)),
+                stat("busy", format_ms(ov.busy_us)), stat("idle", format_ms(ov.idle_us)),
                 stat("idle share", f"{100 * ov.idle_share:.1f}%"),
-                html.P(f"{ov.devices} device(s) on {ov.workers} worker(s), {format_duration(ov.window_us)} window, "
+                html.P(f"{ov.devices} device(s) on {ov.workers} worker(s), {format_ms(ov.window_us)} window, "
                        f"{ov.events:,} events", className="muted"), class_name="card-device")
 
 
 def compiles_card(ov: Overview) -> html.Div:
     recompiled = [html.Li([html.Code(span), f": {n} different graphs"]) for span, n in ov.recompiled_spans.items()]
-    before = [stat("compiled before the window", str(ov.compiles_before))] if ov.compiles_before is not None else []
-    return card("Compiles", stat("compiles", str(ov.compiles)), *before,
-                stat("compile time", format_duration(ov.compile_us)),
+    before = [stat("compiled before the window", f"{ov.compiles_before:,}")] if ov.compiles_before is not None else []
+    return card("Compiles", stat("compiles", f"{ov.compiles:,}"), *before,
+                stat("compile time", format_ms(ov.compile_us)),
                 html.P("Recompiled spans:" if recompiled else "No span compiled more than one graph.",
                        className="muted"),
                 html.Ul(recompiled) if recompiled else None, class_name="card-compiles")
@@ -130,7 +139,7 @@ def recompiles_list(explanations: list[RecompileExplanation]) -> html.Div | None
         return None
     items = [html.Li([html.Div([html.Code(e.span, className="finding-span"),
                                 html.Span(e.source or "", className="finding-source"),
-                                html.Span(e.kind.value.replace("_", " "), className="badge kind")],
+                                html.Span(e.kind.value, className="badge kind")],
                                className="finding-head"),
                       html.P(e.summary, className="recompile-summary"),
                       html.P(e.advice, className="finding-advice")], className="recompile")
@@ -153,9 +162,9 @@ def compile_detail(detail: CompileDetail | None) -> list:
 
 def reads_card(ov: Overview) -> html.Div:
     top = [html.Li([html.Code(span), f": {n}"]) for span, n in ov.read_top_spans]
-    return card("TransferFromDevice", stat("blocking reads", str(ov.reads)),
-                stat("host blocked", format_duration(ov.read_blocked_us)),
-                stat("transfer", format_duration(ov.read_transfer_us)),
+    return card("Blocking reads", stat("reads (transfer_from_device)", f"{ov.reads:,}"),
+                stat("host blocked", format_ms(ov.read_blocked_us)),
+                stat("transfer", format_ms(ov.read_transfer_us)),
                 html.P("Top spans:" if top else "No blocking reads.", className="muted"),
                 html.Ul(top) if top else None, class_name="card-reads")
 
@@ -192,8 +201,8 @@ def sessions_table(rows: list[dict]) -> html.Table:
             figures = [html.Td(row["error"], colSpan=3, className="row-error")]
         else:
             step = row["step_median_us"]
-            figures = [html.Td(format_duration(row["duration_us"])), html.Td(f"{row['idle_pct']:.1f}%"),
-                       html.Td(format_duration(step) if step is not None else "no steps")]
+            figures = [html.Td(format_ms(row["duration_us"])), html.Td(f"{row['idle_pct']:.1f}%"),
+                       html.Td(format_ms(step) if step is not None else "no steps")]
         body.append(html.Tr([html.Td(dcc.Link(row["run"], href=session_href(row["run"]), className="session-link")),
                              html.Td(row["date"]), html.Td(str(row["workers"])), *figures]))
     return html.Table([html.Thead(head), html.Tbody(body)], id="sessions-table", className="table")

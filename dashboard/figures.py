@@ -3,7 +3,10 @@
 Contract: each function takes a view-model of ``dashboard.views`` (a timeline view, the overview,
 the idle flame graph, a comparison of two sessions, the trend across sessions) and returns a
 ``plotly.graph_objects.Figure``. Times are shown in milliseconds (``timeline_view.AXIS_UNIT_US``);
-one colour per category, the same on every figure.
+one colour per category, the same on every figure (a cause's from ``report.causes``), and a cause
+is named by its value. No figure draws a Plotly legend: the pages put an HTML key above each
+figure (``components.legend``, fed by ``legend_items``), so the modebar never covers a legend
+and no legend pushes a figure's margins into a second layout pass.
 """
 from __future__ import annotations
 
@@ -16,31 +19,15 @@ from dashboard.views.flame import ROOT, SEPARATOR, Flame
 from dashboard.views.overview import Overview, StepSeries
 from dashboard.views.timeline import CATEGORIES, TimelineView
 from dashboard.views.trend import TrendSeries
-from xlaprof.analysis.attribution import CAUSES
+from xlaprof.report.causes import CAUSE_ROWS, UNKNOWN, cause_row, idle_causes, titled
 
-COLORS = {
-    "busy": "#2e7d32",
-    "compile": "#8e44ad",
-    "transfer_from_device": "#e4572e",
-    "transfer_to_device": "#2f80ed",
-    "host_tracing": "#f2b134",
-    "host_blocked": "#9c6b30",
-    "unattributed": "#a0a4a8",
-    "span": "#7aa6b8",
-}
-LABELS = {
-    "busy": "device busy",
-    "compile": "compile",
-    "transfer_from_device": "TransferFromDevice (blocking read)",
-    "transfer_to_device": "TransferToDevice",
-    "host_tracing": "host Python / tracing",
-    "host_blocked": "host blocked (sleep, queue, I/O)",
-    "unattributed": "unattributed",
-    "span": "user span",
-}
+# Causes: named by their value, coloured by ``report.causes`` (one row per cause); the other categories here.
+CAUSE_COLORS = {cause: row.color for cause, row in CAUSE_ROWS.items()}
+COLORS = {"busy": "#2e7d32", "span": "#7aa6b8", **CAUSE_COLORS}
+LABELS = {"busy": "device busy", "span": "user span"}
 # Highest-priority cause first, as attribution ranks them.
-IDLE_CAUSES = tuple(c.value for c in reversed(CAUSES))
-FALLBACK_COLOR = "#555555"  # a category added to xlaprof that this palette does not know yet
+IDLE_CAUSES = idle_causes()
+FALLBACK_COLOR = UNKNOWN.color  # a category added to xlaprof that this palette does not know yet
 LANE_PX = 30
 STEP_BARS_MAX = 100  # steps drawn as bars; more as stacked areas
 FLAME_DEPTH = 10  # frames of the icicle shown at once; clicking a frame shows what is below it
@@ -53,12 +40,29 @@ def color(category: str) -> str:
 
 
 def label(category: str) -> str:
-    return LABELS.get(category, category.replace("_", " "))
+    """A cause's name is its value; busy time and spans have their own."""
+    return LABELS.get(category, category)
+
+
+def legend_items(categories) -> list[tuple[str, str, str]]:
+    """(name, colour, hover text) of each category, for ``components.legend``."""
+    return [(label(c), color(c), titled(c) if c in CAUSE_ROWS else label(c)) for c in categories]
+
+
+def side_items(before: str, after: str) -> list[tuple[str, str, str]]:
+    """The two sessions of a comparison, for ``components.legend``."""
+    return [(before, SIDES["before"], "the session before the change"),
+            (after, SIDES["after"], "the session after the change")]
+
+
+def trend_items() -> list[tuple[str, str, str]]:
+    """The trend chart's two series, for ``components.legend``."""
+    return [("device idle share (%)", color("unattributed"), "left axis"),
+            ("median step (ms)", color("busy"), "right axis")]
 
 
 def _layout(fig: go.Figure, height: int, **extra) -> go.Figure:
-    base = dict(height=height, margin=dict(l=10, r=10, t=30, b=40), template="plotly_white",
-                legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    base = dict(height=height, margin=dict(l=10, r=10, t=30, b=40), template="plotly_white", showlegend=False)
     fig.update_layout(**{**base, **extra})
     return fig
 
@@ -81,10 +85,8 @@ def timeline_figure(view: TimelineView) -> go.Figure:
     # Lanes top to bottom in the timeline's order, all of them even where nothing is visible.
     fig.update_yaxes(categoryorder="array", categoryarray=view.labels[::-1], fixedrange=True,
                      range=[-0.5, len(view.labels) - 0.5])
-    # A taller top margin: the legend (up to three rows beside the stack panel) and the modebar each
-    # get their own lines.
-    return _layout(fig, 145 + LANE_PX * max(len(view.labels), 1), barmode="overlay", dragmode="zoom",
-                   hovermode="closest", bargap=0.1, margin=dict(l=10, r=10, t=95, b=40))
+    return _layout(fig, 80 + LANE_PX * max(len(view.labels), 1), barmode="overlay", dragmode="zoom",
+                   hovermode="closest", bargap=0.1, margin=dict(l=10, r=10, t=30, b=40))
 
 
 def idle_donut(ov: Overview) -> go.Figure:
@@ -92,9 +94,9 @@ def idle_donut(ov: Overview) -> go.Figure:
     fig = go.Figure(go.Pie(
         labels=[label(c) for c in causes], values=[ov.idle_by_cause_us[c] / AXIS_UNIT_US for c in causes],
         hole=0.55, marker=dict(colors=[color(c) for c in causes]), sort=False, textinfo="none",
-        hovertemplate="%{label}: %{value:.1f} ms (%{percent})<extra></extra>"))
-    return _layout(fig, 280, showlegend=True, margin=dict(l=0, r=0, t=0, b=0),
-                   legend=dict(orientation="h", x=0, y=-0.05, yanchor="top", font=dict(size=11)))
+        customdata=[cause_row(c).meaning for c in causes],
+        hovertemplate="%{label}: %{value:,.1f} ms (%{percent})<br>%{customdata}<extra></extra>"))
+    return _layout(fig, 200, margin=dict(l=0, r=0, t=0, b=0))
 
 
 def _stacked(fig: go.Figure, x, busy, idle: dict[str, np.ndarray], horizontal: bool) -> None:
@@ -172,10 +174,12 @@ def step_distributions(view: CompareView) -> go.Figure:
     fig = go.Figure()
     edges = view.bin_edges_ms
     if edges.size:
-        size = float(edges[1] - edges[0]) if edges.size > 1 else 1.0
+        size = float(edges[1] - edges[0])  # equal bins (views.compare.step_bins)
         bins = dict(start=float(edges[0]), end=float(edges[-1]), size=size)
         for side, values in (("before", view.step_before_ms), ("after", view.step_after_ms)):
-            fig.add_trace(go.Histogram(x=values, name=f"{side} ({values.size} steps)", xbins=bins, autobinx=False,
+            # far outliers are drawn in the last bin (its hover says from where)
+            shown = np.minimum(values, edges[-1] - size / 2) if view.overflow_ms is not None else values
+            fig.add_trace(go.Histogram(x=shown, name=f"{side} ({values.size} steps)", xbins=bins, autobinx=False,
                                        marker_color=SIDES[side], opacity=0.6,
                                        hovertemplate=f"{side}: %{{y}} steps of %{{x}} ms<extra></extra>"))
     fig.update_xaxes(title_text="step time (ms)")

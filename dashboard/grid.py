@@ -1,21 +1,27 @@
 """The dashboard's tables, built one way: column specs in, a configured AG Grid (dash-ag-grid) out.
 
 Contract:
-- ``Column`` describes one column: the row key it shows, its title, its ``ColumnKind`` (text,
-  number, or ``SOURCE``: a ``path/file.py:57`` value shown as ``file.py:57`` with the full path
-  in a tooltip on hover), whether long text wraps, an initial sort, colours per value, and whether
-  it is hidden (not shown, but its filter applies: the gaps grid's stack column).
+- ``Column`` describes one column: the row key it shows, its title, its ``ColumnKind`` (text;
+  ``NUMBER``: a time in ms or a share in %, shown with thousands separators and one decimal,
+  ``2,567.1``, the format of the cards' ``units.format_ms``; ``COUNT``: a whole number with
+  thousands separators; ``ID``: a number shown as it is; ``SOURCE``: a ``path/file.py:57`` value
+  shown as ``file.py:57`` with the full path in a tooltip on hover), whether long text wraps (at
+  spaces only, never inside a word), an initial sort, colours per value, a tooltip per row (the
+  row key ``tooltip`` names; by default a text cell's own text, so cut text can be read), and
+  whether it is hidden (not shown, but its filter applies: the gaps grid's stack column).
 - ``server_grid(grid_id, columns, page_size=, empty=)``: a grid whose rows the server sends one
   page at a time (AG Grid's infinite row model, paged). The page registers a callback from
   ``Input(grid_id, "getRowsRequest")`` (``startRow``, ``endRow``, ``sortModel``, ``filterModel``)
   to ``Output(grid_id, "getRowsResponse")``, answered with ``rows_response(rows, row_count)``;
-  sorting and filtering are the server's. Each row needs an ``id`` key: a click on a row gives
-  it back as ``cellClicked["rowId"]`` (a string).
+  sorting and filtering are the server's. Each row needs an ``id`` key, a string (AG Grid's row
+  ids are strings): a click on a row gives it back as ``cellClicked["rowId"]``.
 - ``table_grid(grid_id, columns, rows, page_size=, empty=)``: a grid of the rows given, sorted,
   filtered and paged in the browser; with no rows it is the ``empty`` message instead (element
   id ``<grid_id>-empty``), never an empty table.
-Columns share the grid's width (no horizontal scrolling); text too long for a column is cut with
-an ellipsis unless the column wraps. The ``fileLine`` formatter is in ``assets/dashAgGridFunctions.js``.
+Columns share the grid's width by their ``grow``, each at least as wide as its kind needs
+(``MIN_PX``: a number of ``99,999.9`` or a ``host:port`` fits whole); text too long for a column is
+cut with an ellipsis unless the column wraps. The ``fileLine`` and ``number`` formatters are in
+``assets/dashAgGridFunctions.js``.
 """
 from __future__ import annotations
 
@@ -32,8 +38,16 @@ FILTER_DEBOUNCE_MS = 400  # typing pauses this long before a filter is applied
 
 class ColumnKind(Enum):
     TEXT = "text"
-    NUMBER = "number"
+    NUMBER = "number"  # ms or %: thousands separators, one decimal
+    COUNT = "count"  # a whole number: thousands separators
+    ID = "id"  # a number that names something (a program id): shown as it is
     SOURCE = "source"  # a file:line: the file's base name and line shown, the full path on hover
+
+
+NUMERIC = (ColumnKind.NUMBER, ColumnKind.COUNT, ColumnKind.ID)
+DECIMALS = {ColumnKind.NUMBER: 1, ColumnKind.COUNT: 0}
+MIN_PX = {ColumnKind.NUMBER: 90, ColumnKind.COUNT: 75, ColumnKind.ID: 75, ColumnKind.SOURCE: 100,
+          ColumnKind.TEXT: 80}
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,8 @@ class Column:
     sort: str | None = None  # "asc" or "desc": the initial sort
     colors: dict[str, str] = field(default_factory=dict)  # cell value -> text colour
     hidden: bool = False  # not shown; a filter set on it (``filterModel``) still applies
+    tooltip: str | None = None  # the row key whose text a hover shows (None: a text cell's own text)
+    min_px: int | None = None  # its narrowest width (None: its kind's, ``MIN_PX``)
 
 
 def server_grid(grid_id: str, columns: list[Column], *, page_size: int, empty: str) -> dag.AgGrid:
@@ -74,7 +90,7 @@ def rows_response(rows: list[dict], row_count: int) -> dict:
 
 
 _CLASS = "xgrid"
-_DEFAULT_COL = {"sortable": True, "resizable": True, "floatingFilter": True, "minWidth": 70,
+_DEFAULT_COL = {"sortable": True, "resizable": True, "floatingFilter": True,
                 "wrapHeaderText": True, "autoHeaderHeight": True, "suppressHeaderMenuButton": True}
 
 
@@ -86,15 +102,19 @@ def _options(page_size: int, empty: str) -> dict:
 
 
 def _column_def(c: Column) -> dict:
-    number = c.kind is ColumnKind.NUMBER
-    spec = {"field": c.field, "headerName": c.header, "flex": c.grow,
+    number = c.kind in NUMERIC
+    spec = {"field": c.field, "headerName": c.header, "flex": c.grow, "minWidth": c.min_px or MIN_PX[c.kind],
             "filter": "agNumberColumnFilter" if number else "agTextColumnFilter",
             "filterParams": {"debounceMs": FILTER_DEBOUNCE_MS, "maxNumConditions": 2}}
     if number:  # typing a number under a number column keeps the rows of at least that value
         spec["type"] = "numericColumn"
         spec["filterParams"]["defaultOption"] = "greaterThanOrEqual"
+        if c.kind in DECIMALS:
+            spec["valueFormatter"] = {"function": f"number(params.value, {DECIMALS[c.kind]})"}
     if c.kind is ColumnKind.SOURCE:
-        spec.update(valueFormatter={"function": "fileLine(params.value)"}, tooltipField=c.field)
+        spec["valueFormatter"] = {"function": "fileLine(params.value)"}
+    if c.tooltip or not number:
+        spec["tooltipField"] = c.tooltip or c.field
     if c.wrap:
         spec.update(wrapText=True, autoHeight=True, cellClass="cell-wrap")
     if c.sort:

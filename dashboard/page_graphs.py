@@ -18,17 +18,17 @@ from xlaprof.analysis import SessionAnalysis
 from xlaprof.errors import XlaprofError
 
 PAGE_SIZE = 10
-NUMBER, SOURCE = ColumnKind.NUMBER, ColumnKind.SOURCE
-GRAPH_COLUMNS = [Column("worker", "Worker", wrap=True), Column("program", "Program", NUMBER), Column("module", "Module", grow=2),
-                 Column("runs", "Runs", NUMBER), Column("total_ms", "Device time (ms)", NUMBER, sort="desc"),
+NUMBER, COUNT, ID, SOURCE = ColumnKind.NUMBER, ColumnKind.COUNT, ColumnKind.ID, ColumnKind.SOURCE
+GRAPH_COLUMNS = [Column("worker", "Worker", min_px=130), Column("program", "Program", ID), Column("graph", "Graph", grow=2),
+                 Column("runs", "Runs", COUNT), Column("total_ms", "Device time (ms)", NUMBER, sort="desc"),
                  Column("median_ms", "Median run (ms)", NUMBER), Column("busy_pct", "% of busy", NUMBER),
                  Column("span", "Dispatched in", grow=2), Column("source", "Source", SOURCE, grow=2),
                  Column("compiled", "Compiled")]
-OP_COLUMNS = [Column("op", "HLO op", grow=3), Column("category", "Category", grow=2), Column("runs", "Runs", NUMBER),
+OP_COLUMNS = [Column("op", "HLO op", grow=3), Column("category", "Category", grow=2), Column("runs", "Runs", COUNT),
               Column("self_ms", "Self time (ms)", NUMBER, sort="desc"), Column("total_ms", "Total (ms)", NUMBER),
               Column("share_pct", "% of graph", NUMBER), Column("source", "Python line", SOURCE, grow=2)]
 LINE_COLUMNS = [Column("source", "Python line", SOURCE, grow=3),
-                Column("self_ms", "Device time (ms)", NUMBER, sort="desc"), Column("ops", "HLO ops", NUMBER)]
+                Column("self_ms", "Device time (ms)", NUMBER, sort="desc"), Column("ops", "HLO ops", COUNT)]
 PICK_OP = "Click an op to see its HLO."
 
 
@@ -59,7 +59,7 @@ def section(analysis: SessionAnalysis) -> html.Div:
 
 def _ops_title(graphs: list[dict], index: int) -> str:
     g = graphs[index]
-    return f"Ops of {g['module'] or 'program'} (program {g['program']}) on {g['worker']}"
+    return f"Ops of {g['graph']} on {g['worker']}"
 
 
 def register(app: Dash, state: AppState) -> None:

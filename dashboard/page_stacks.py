@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from dashboard.figures import COLORS
+from dashboard.figures import CAUSE_COLORS
 from dashboard.grid import Column, ColumnKind, table_grid
 from dashboard.state import AppState
 from dashboard.views.flame import Flame, clicked_frame, frame_filter, frame_label
@@ -28,10 +28,10 @@ from xlaprof.errors import XlaprofError
 from xlaprof.units import format_duration
 
 PAGE_SIZE = 10
-NUMBER, SOURCE = ColumnKind.NUMBER, ColumnKind.SOURCE
+NUMBER, COUNT, SOURCE = ColumnKind.NUMBER, ColumnKind.COUNT, ColumnKind.SOURCE
 LINE_COLUMNS = [Column("source", "Python line", SOURCE, grow=2), Column("code", "Code", grow=4, wrap=True),
-                Column("cause", "Cause", grow=2, colors=dict(COLORS)),
-                Column("idle_ms", "Idle (ms)", NUMBER, sort="desc"), Column("pieces", "Gap pieces", NUMBER),
+                Column("cause", "Cause", grow=2, colors=dict(CAUSE_COLORS)),
+                Column("idle_ms", "Idle (ms)", NUMBER, sort="desc"), Column("pieces", "Gap pieces", COUNT),
                 Column("called_from", "Called from", SOURCE, grow=2), Column("spans", "Spans", grow=2, wrap=True)]
 OPTIONAL = {"code", "called_from"}  # columns shown only when a row has a value (a readable file, a library line)
 PICK_FRAME = "Click a frame to see only its gaps."

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dash import Dash, Input, Output, dcc, html
 
 from dashboard import components as ui
-from dashboard.figures import cause_bars, step_distributions
+from dashboard.figures import cause_bars, side_items, step_distributions
 from dashboard.grid import Column, ColumnKind, table_grid
 from dashboard.state import AppState
 from dashboard.views.compare import parse_pair
@@ -62,10 +62,15 @@ def _body(state: AppState, before: object, after: object) -> list:
         html.P(view.verdict, id="compare-verdict", className="verdict"),
         html.Ul([html.Li(line) for line in view.step_lines], id="compare-step-lines", className="muted"),
         html.Div([
-            ui.card("Device time by cause", dcc.Graph(id="compare-causes", figure=cause_bars(view).to_dict(),
-                                                      config=GRAPH_CONFIG), class_name="card-wide"),
-            ui.card("Step time distribution", dcc.Graph(id="compare-steps", figure=step_distributions(view).to_dict(),
-                                                        config=GRAPH_CONFIG), class_name="card-wide"),
+            ui.card("Device time by cause", ui.legend(side_items("before", "after")),
+                    dcc.Graph(id="compare-causes", figure=cause_bars(view).to_dict(), config=GRAPH_CONFIG),
+                    class_name="card-wide"),
+            ui.card("Step time distribution",
+                    ui.legend(side_items(*(f"{side} ({values.size:,} steps)" for side, values in
+                                           (("before", view.step_before_ms), ("after", view.step_after_ms))))),
+                    dcc.Graph(id="compare-steps", figure=step_distributions(view).to_dict(), config=GRAPH_CONFIG),
+                    html.P(f"The last bar counts every step over {view.overflow_ms:,.1f} ms.", className="muted")
+                    if view.overflow_ms is not None else None, class_name="card-wide"),
         ], className="cards"),
         html.H3("Findings matched across the two (by kind and source line, else span)"),
         table_grid("compare-findings", FINDING_COLUMNS, view.finding_rows, page_size=PAGE_SIZE,

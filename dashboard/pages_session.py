@@ -20,7 +20,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
 from dashboard import page_graphs, page_stacks
-from dashboard.figures import COLORS, idle_donut, step_chart, timeline_figure, worker_chart
+from dashboard.figures import CAUSE_COLORS, IDLE_CAUSES, idle_donut, legend_items, step_chart, timeline_figure, worker_chart
 from dashboard.grid import Column, ColumnKind, rows_response, server_grid, table_grid
 from dashboard.state import AppState
 from dashboard.views.axis import AXIS_UNIT_US
@@ -42,15 +42,16 @@ from xlaprof.errors import RunNotFoundError, XlaprofError
 
 PAGE_SIZE = 15
 NUMBER, SOURCE = ColumnKind.NUMBER, ColumnKind.SOURCE
-GAP_COLUMNS = [Column("worker", "Worker"), Column("device", "Device"), Column("start_ms", "Start (ms)", NUMBER),
+GAP_COLUMNS = [Column("worker", "Worker", min_px=130), Column("device", "Device"), Column("start_ms", "Start (ms)", NUMBER),
                Column("dur_ms", "Duration (ms)", NUMBER, sort="desc"),
-               Column("cause", "Cause", grow=2, colors=dict(COLORS)),
+               Column("cause", "Cause", grow=2, colors=dict(CAUSE_COLORS)),
                Column("span", "Span", grow=2), Column("source", "Source", SOURCE, grow=2),
                Column("stack", "Python stack", hidden=True)]
-COMPILE_COLUMNS = [Column("worker", "Worker", wrap=True), Column("start_ms", "Start (ms)", NUMBER),
+COMPILE_COLUMNS = [Column("worker", "Worker", min_px=130), Column("start_ms", "Start (ms)", NUMBER),
                    Column("dur_ms", "Duration (ms)", NUMBER), Column("span", "Span", grow=2, wrap=True),
-                   Column("source", "Source", SOURCE, grow=2), Column("graph_hash", "Graph hash", grow=2, wrap=True),
-                   Column("cause", "Cause", grow=3, wrap=True), Column("trigger", "Triggered at", SOURCE, grow=2),
+                   Column("source", "Source", SOURCE, grow=2), Column("graph", "Graph", grow=2, tooltip="graph_hash"),
+                   Column("cause", "Cause", grow=3, wrap=True, tooltip="cause_tip"),
+                   Column("trigger", "Triggered at", SOURCE, grow=2),
                    Column("changed", "Changed vs previous graph", grow=3, wrap=True)]
 GRAPH_CONFIG = {"displaylogo": False, "scrollZoom": True}
 GONE = "This session is no longer available: reload the page."
@@ -69,6 +70,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
     # The figures of the whole session are the same for every visit: built once per analysis.
     figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, state.view_config))
     timeline, status = _timeline(lanes, rng, state.view_config) if rng else (figures["timeline"], figures["status"])
+    causes = [c for c in IDLE_CAUSES if analysis.idle_by_cause.get(c, 0.0) > 0]
     return html.Div([
         dcc.Store(id="session-run", data=run),
         html.Div([html.H2(run, id="session-title"),
@@ -76,8 +78,8 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
         html.Div([html.P(e, className="warning") for e in analysis.errors]) if analysis.errors else None,
         ui.findings_list(analysis.findings),
         html.Div([ui.device_card(ov),
-                  ui.card("Idle by cause", dcc.Graph(figure=figures["donut"], config={"displayModeBar": False}),
-                          class_name="card-idle"),
+                  ui.card("Idle by cause", ui.legend(legend_items(causes)),
+                          dcc.Graph(figure=figures["donut"], config={"displayModeBar": False}), class_name="card-idle"),
                   ui.compiles_card(ov), ui.reads_card(ov),
                   ui.fallbacks_card(ov, any(w.metrics for w in analysis.workers))], className="cards"),
         page_stacks.section(analysis, flame, state.flame_figure(run)),
@@ -88,6 +90,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                    className="muted"),
             html.Div([html.Button("Reset zoom", id="timeline-reset", className="button"),
                       html.Span(status, id="timeline-status")], className="toolbar"),
+            ui.legend(legend_items(["busy", *causes, "span"]), "timeline-legend"),
             html.Div([
                 html.Div(dcc.Loading(dcc.Graph(id="timeline", figure=timeline, config=GRAPH_CONFIG), delay_show=300),
                          className="timeline-graph"),
@@ -115,10 +118,12 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
         ], className="section", id="compiles-section"),
         page_graphs.section(analysis),
         html.Div([html.H2("Step time"),
+                  ui.legend(legend_items(["busy", *causes])) if figures["steps"] else None,
                   dcc.Graph(id="steps-chart", figure=figures["steps"]) if figures["steps"]
                   else html.P("No step spans in this capture: wrap the loop body in xlaprof.step(n).",
                               className="muted")], className="section", id="steps-section"),
-        html.Div([html.H2("Workers compared"), dcc.Graph(id="workers-chart", figure=figures["workers"]),
+        html.Div([html.H2("Workers compared"), ui.legend(legend_items(["busy", *causes])),
+                  dcc.Graph(id="workers-chart", figure=figures["workers"]),
                   ui.stragglers_list(analysis.comparison.stragglers)],
                  className="section", id="workers-section") if figures["workers"] else None,
     ], id="session-page")

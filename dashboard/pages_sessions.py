@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dash import Dash, Input, Output, dcc, html
 
-from dashboard.components import COMPARE_PATH, message, sessions_table
-from dashboard.figures import trend_chart
+from dashboard.components import COMPARE_PATH, legend, message, sessions_table
+from dashboard.figures import trend_chart, trend_items
 from dashboard.state import AppState
 from dashboard.views.overview import session_row
 from dashboard.views.trend import MIN_SESSIONS, trend_series
@@ -33,7 +33,7 @@ def _listing(state: AppState) -> html.Div:
                        "; it will appear here."], className="muted", id="no-sessions")
     series = trend_series(listed)
     return html.Div([
-        html.Div([html.H3("Trend across sessions"),
+        html.Div([html.H3("Trend across sessions"), legend(trend_items()),
                   dcc.Graph(id="trend-chart", figure=trend_chart(series).to_dict(), config={"displaylogo": False})],
                  id="trend-section") if len(series) >= MIN_SESSIONS else None,
         html.P(dcc.Link("Compare two sessions: before and after", href=COMPARE_PATH, id="compare-link"))

@@ -3,6 +3,9 @@
 Contract: ``format_duration(us)`` renders microseconds as ``850 us``, ``12.3 ms``, ``1,234.5 ms``
 below 10 s and ``12.35 s`` from there, with thousands separators; negative values keep their sign.
 ``format_duration_change`` and ``format_percent_change`` write changes, always signed.
+``format_ms(us)`` is the dashboard's one number format for a time in a card or a grid:
+milliseconds with thousands separators and one decimal (``2,567.1 ms``), whatever the magnitude,
+so a card and a grid column never show the same time two ways.
 """
 from __future__ import annotations
 
@@ -18,6 +21,10 @@ def format_duration(us: float) -> str:
     if magnitude >= US_PER_MS:
         return f"{us / US_PER_MS:,.1f} ms"
     return f"{us:,.1f} us" if magnitude < 10 else f"{us:,.0f} us"
+
+
+def format_ms(us: float) -> str:
+    return f"{us / US_PER_MS:,.1f} ms"
 
 
 def format_duration_change(us: float) -> str:

@@ -9,3 +9,11 @@ dagfuncs.fileLine = function (value) {
   var parts = value.split(/[\\/]/);
   return parts[parts.length - 1];
 };
+
+// 2567.0938 -> "2,567.1" (decimals 1): the cards' format (xlaprof.units.format_ms) in every grid.
+dagfuncs.number = function (value, decimals) {
+  if (typeof value !== "number" || !isFinite(value)) {
+    return value;
+  }
+  return value.toLocaleString("en-US", {minimumFractionDigits: decimals, maximumFractionDigits: decimals});
+};

@@ -4,9 +4,14 @@ Contract:
 - ``compare_view(diff)`` returns a ``CompareView``: the verdict (the same line as ``xlaprof
   diff``'s, from ``report.diff_json``), idle time by cause of each session (ms, in
   ``attribution`` order, busy time first), both sessions' per-step times (ms) with shared
-  histogram bin edges so their distributions overlay, the step-time figures (median and p90 with
+  histogram bin edges so their distributions overlay (``step_bins``), the step-time figures (median and p90 with
   their intervals, as text), and one row per matched finding that moved (resolved, new, changed;
   unchanged ones last) for ``grid.table_grid``.
+- ``step_bins(values_ms)``: Freedman-Diaconis bins (width ``2 IQR / n^(1/3)``) over the steps
+  that are not far outliers (up to the largest step under ``Q3 + OUTLIER_IQR * IQR``), at most ``MAX_BINS`` of them; the
+  far outliers (a compile's step among 50 ms steps) are counted in the last bin, whose left edge
+  is then ``overflow_ms`` (None when there are none). Without spread (all steps equal, or one),
+  one bin around them.
 - ``default_pair(runs)``: the runs to compare when the URL names none: the second newest as
   before, the newest as after (``runs`` newest first, as ``list_sessions`` gives them).
 - ``parse_pair(search, runs)``: ``?before=RUN&after=RUN`` from a URL; a run the logdir does not
@@ -24,7 +29,8 @@ from xlaprof.analysis.session_diff import SessionDiff
 from xlaprof.report.diff_json import diff_json
 from xlaprof.units import format_duration, format_interval, format_percent_change
 
-MAX_BINS = 40  # bars of each step-time histogram
+MAX_BINS = 60  # bars of each step-time histogram at most
+OUTLIER_IQR = 3.0  # steps beyond Q3 + this many IQRs go to the last bin, so they do not widen every bin
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,7 @@ class CompareView:
     step_before_ms: np.ndarray  # per-step times
     step_after_ms: np.ndarray
     bin_edges_ms: np.ndarray  # shared by both histograms (empty without steps)
+    overflow_ms: float | None  # steps above this are counted in the last bin (None: none are)
     step_lines: list[str]  # the median and p90 step time, before -> after, with their intervals
     finding_rows: list[dict]
 
@@ -49,12 +56,31 @@ def compare_view(diff: SessionDiff) -> CompareView:
     step = diff.step_time
     before_ms = step.before_us / AXIS_UNIT_US if step else np.zeros(0)
     after_ms = step.after_us / AXIS_UNIT_US if step else np.zeros(0)
-    both = np.concatenate([before_ms, after_ms])
-    edges = np.histogram_bin_edges(both, bins=min(MAX_BINS, max(both.size // 4, 1))) if both.size else np.zeros(0)
+    edges, overflow = step_bins(np.concatenate([before_ms, after_ms]))
     return CompareView(
         data["before"]["session"], data["after"]["session"], data["verdict"], causes,
         [figures[c]["before"] / AXIS_UNIT_US for c in causes], [figures[c]["after"] / AXIS_UNIT_US for c in causes],
-        before_ms, after_ms, edges, _step_lines(data["step_time"]), _finding_rows(data["findings"]))
+        before_ms, after_ms, edges, overflow, _step_lines(data["step_time"]), _finding_rows(data["findings"]))
+
+
+def step_bins(values: np.ndarray) -> tuple[np.ndarray, float | None]:
+    if not values.size:
+        return np.zeros(0), None
+    q1, q3 = np.percentile(values, [25, 75])
+    iqr, low, high = q3 - q1, float(values.min()), float(values.max())
+    top = float(values[values <= q3 + OUTLIER_IQR * iqr].max())  # the largest step that is no far outlier
+    width = 2 * iqr / values.size ** (1 / 3)
+    if width <= 0 or top <= low:  # no spread: one bin around the values
+        half = max(abs(low) * 0.05, 0.5)
+        return np.array([low - half, high + half]), None
+    bins = int(np.floor((top - low) / width)) + 1  # the last bin holds ``top`` itself (bins are [a, b))
+    if bins > MAX_BINS:
+        bins, width = MAX_BINS, (top - low) / (MAX_BINS - 0.5)
+    edges = low + width * np.arange(bins + 1)
+    if top >= high:
+        return edges, None
+    # the far outliers get one more bin of the same width, holding every step above the others
+    return np.append(edges, edges[-1] + width), float(edges[-1])
 
 
 def _step_lines(step: dict | None) -> list[str]:

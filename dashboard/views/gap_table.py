@@ -141,7 +141,7 @@ def gap_piece(gaps: GapColumns, gap_id: object) -> tuple[int, int] | None:
 
 
 def _row(gaps: GapColumns, i: int) -> dict:
-    row = {"id": i, "start_ms": round(float(gaps.start_us[i]) / AXIS_UNIT_US, 4),
+    row = {"id": str(i), "start_ms": round(float(gaps.start_us[i]) / AXIS_UNIT_US, 4),
            "dur_ms": round(float(gaps.dur_us[i]) / AXIS_UNIT_US, 4)}
     for col, (ids, labels) in gaps.labels.items():
         row[col] = labels[ids[i]]

@@ -2,7 +2,8 @@
 
 Contract (no Dash; times in ms of device time, summed over devices):
 - ``graph_rows(analysis)``: one row per compiled graph that ran (``SessionAnalysis.device_profile``),
-  most device time first: worker, program, module, runs, total and median time, share of the
+  most device time first: worker, program, graph (its module's name and ``#program``: the graphs of
+  one step share the module name), runs, total and median time, share of the
   busy time, the dispatching span and its source, whether it compiled in the window.
 - ``op_rows(analysis, graph)``: the HLO instructions of graph row number ``graph`` (an index into
   ``graph_rows``), most self time first: name, category, runs, self and total time, share of the
@@ -42,7 +43,8 @@ def _ms(us: float) -> float:
 
 def graph_rows(analysis: SessionAnalysis) -> list[dict]:
     busy = analysis.busy_us
-    return [{"worker": g.worker, "program": g.program_id, "module": g.module or "", "runs": g.executions,
+    return [{"worker": g.worker, "program": g.program_id, "graph": f"{g.module or 'program'} #{g.program_id}",
+             "runs": g.executions,
              "total_ms": _ms(g.total_us), "median_ms": _ms(g.median_us),
              "busy_pct": round(100 * g.total_us / busy, 1) if busy > 0 else 0.0,
              "span": g.span or NO_SPAN, "source": g.source or "",

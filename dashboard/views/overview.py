@@ -5,7 +5,13 @@ Contract (times in microseconds of device time summed over devices, like the JSO
   before the window, recompiled spans), blocking reads (count, transfer and blocked time, top spans), ``aten::`` CPU fallbacks.
   It never builds a row per gap (the JSON report does), so it is cheap on any capture.
 - ``compile_rows(analysis)``: one row per compile, start on the session axis of ``timeline_view``,
-  with its program and what ``changed`` vs the previous graph of its place (``analysis.recompiles``).
+  with its program, its graph named distinctly (``#program · end of its hash``: every graph of a
+  step shares its module name) and what ``changed`` vs the previous graph of its place
+  (``analysis.recompiles``). ``cause`` and ``trigger`` are torch_xla's (its debug file); where the
+  capture has none, the cause says what the analysis knows (the change that made a new graph,
+  the first graph of its place, a compile caught at the capture's edge) or ``NO_CAUSE``, the
+  trigger is the compiling Python line of the sampled stacks, and ``cause_tip`` (the cause
+  column's tooltip) says where the text comes from.
 - ``step_series(analysis)``: per step number, busy and idle-by-cause time summed over workers;
   beyond ``max_bars`` steps, the mean step of each run of ``group`` consecutive steps.
 - ``worker_rows(analysis)``: one row per worker, to compare workers of one session.
@@ -75,16 +81,37 @@ def overview(analysis: SessionAnalysis) -> Overview:
     )
 
 
+NO_CAUSE = "—"
+DEBUG_FILE_TIP = ("torch_xla's own cause needs its debug file: run the worker with PT_XLA_DEBUG_LEVEL=2 "
+                  "PT_XLA_DEBUG_FILE=<file> (this capture has none). ")
+HASH_SHOWN = 8  # last hex digits of a graph hash that name it
+
+
 def compile_rows(analysis: SessionAnalysis) -> list[dict]:
     rows = []
     for w, offset in zip(analysis.workers, worker_offsets(analysis)):
         for r in w.compiles:
+            cause, tip = _compile_cause(r)
+            graph = " · ".join(part for part in (f"#{r.program_id}" if r.program_id is not None else "",
+                                                 (r.graph_hash or "")[-HASH_SHOWN:]) if part)
             rows.append({"worker": w.worker.label, "start_ms": round((r.start_us + offset) / AXIS_UNIT_US, 3),
                          "dur_ms": round(r.dur_us / AXIS_UNIT_US, 3), "span": r.span or "",
-                         "source": r.source or "", "graph_hash": r.graph_hash or "",
-                         "cause": r.cause or "", "trigger": r.trigger or "",
+                         "source": r.source or "", "graph": graph, "graph_hash": r.graph_hash or "",
+                         "cause": cause, "cause_tip": tip, "trigger": r.trigger or r.source or "",
                          "program": r.program_id if r.program_id is not None else "", "changed": r.changed or ""})
     return sorted(rows, key=lambda row: row["start_ms"])
+
+
+def _compile_cause(r) -> tuple[str, str]:
+    """A compile's cause and where it comes from: torch_xla's debug file, else the analysis."""
+    if r.cause:
+        return r.cause, f"torch_xla's cause (its debug file): {r.cause}"
+    if r.changed:
+        return f"new graph: {r.changed}", DEBUG_FILE_TIP + "Shown: what changed vs the previous graph of its place."
+    if r.program_id is not None:
+        return ("first graph of its place", DEBUG_FILE_TIP + "Shown: no earlier graph of its place in the window "
+                                                            "to compare it with.")
+    return NO_CAUSE, DEBUG_FILE_TIP + "The capture holds no compiled HLO for this compile to compare."
 
 
 @dataclass

@@ -3,8 +3,9 @@
 Contract:
 - ``session_timeline(analysis)`` builds a ``SessionTimeline`` once per analysis (cache it): lanes
   in display order, per worker one per device (its executions, ``BUSY``, and its idle pieces
-  coloured by cause) then host lanes with events (compiles, blocking reads (TransferFromDevice,
-  with the barrier wait before them), TransferToDevice, and user spans, one lane per thread and
+  coloured by cause) then host lanes with events named by their cause (``host: compile``,
+  ``host: transfer_from_device``: blocking reads with the barrier wait before them,
+  ``host: transfer_to_device``), and user spans, one lane per thread and
   nesting depth: ``training thread · spans depth 0`` for the analysis' main line, the capture's
   thread name (e.g. ``pt_autograd_0 · spans depth 0``) for other threads). Times are
   microseconds on one axis for all workers: each worker's clock is shifted by its ``origin_ns``
@@ -115,13 +116,10 @@ def session_timeline(analysis: SessionAnalysis) -> SessionTimeline:
                                device.plane.names, w, first_gap))
         host = w.host
         names = host.plane.names if host.plane is not None else []
-        for label, events, cause in (("host: compile", host.compiles, Cause.COMPILE),
-                                     ("host: TransferFromDevice", host.transfers_from_device,
-                                      Cause.TRANSFER_FROM_DEVICE),
-                                     ("host: TransferToDevice", host.transfers_to_device,
-                                      Cause.TRANSFER_TO_DEVICE)):
-            if len(events):
-                lanes.append(_host_lane(f"{tag}{label}", events, CODE[cause], names, w, offset))
+        for events, cause in ((host.compiles, Cause.COMPILE), (host.transfers_from_device, Cause.TRANSFER_FROM_DEVICE),
+                              (host.transfers_to_device, Cause.TRANSFER_TO_DEVICE)):
+            if len(events):  # a host lane is named by the cause its events are charged to
+                lanes.append(_host_lane(f"{tag}host: {cause.value}", events, CODE[cause], names, w, offset))
         lanes += _span_lanes(tag, w, offset)
     extent = (min((w.window[0] + o for w, o in zip(analysis.workers, offsets)), default=0.0),
               max((w.window[1] + o for w, o in zip(analysis.workers, offsets)), default=1.0))

@@ -57,7 +57,7 @@ def test_why_it_recompiled_what_changed_ops_and_hlo(site, browser):
 
     # A click on a graph shows its ops; a click on an op its HLO.
     cell(browser, "graphs-table", "program", "120").click()
-    wait(browser, "document.getElementById('ops-title').textContent.includes('program 120')")
+    wait(browser, "document.getElementById('ops-title').textContent.includes('#120')")
     wait(browser, "document.querySelectorAll('#ops-table .ag-center-cols-container .ag-row').length === 5")
     assert cell(browser, "ops-table", "op", "dot.1").find_element("xpath", "..").text.split("\n")[:2] == ["dot.1", "dot"]
     cell(browser, "ops-table", "op", "add_relu_fusion").click()

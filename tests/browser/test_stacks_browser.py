@@ -78,7 +78,7 @@ def test_a_flame_frame_filters_the_gaps_and_a_gap_shows_its_stack(site, browser)
     assert browser.find_element("css selector", "#flame-status").text == \
         "Showing only the gaps under train.py:57 log_loss."
     wait_for(browser, "document.getElementById('timeline-status').textContent.includes('log_loss only')")
-    assert browser.execute_script(f"return {IDLE_ON_DEVICES}") == ["TransferFromDevice (blocking read)"]
+    assert browser.execute_script(f"return {IDLE_ON_DEVICES}") == ["transfer_from_device"]
     screenshot(browser, "stacks-frame-selected")
 
     browser.find_element("css selector", "#gaps-table .ag-row[row-index='0'] .ag-cell[col-id='dur_ms']").click()

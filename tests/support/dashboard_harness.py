@@ -3,6 +3,7 @@
 Contract (shared by ``tests/test_dashboard_browser.py`` and ``bench/bench_dashboard.py``):
 - ``DashboardServer(logdir)`` is a context manager running ``python -m xlaprof dashboard --logdir
   D --port P`` on a free port, exactly as a user would, until it answers; ``url`` is its root.
+  ``repo=`` runs another checkout's code (a benchmark's baseline) instead of this one's.
   It is stopped by its own pid on exit; its output is in ``log_path``.
 - ``chromium(profile_dir)`` starts headless ``/usr/bin/chromium`` through ``/usr/bin/chromedriver``
   (nothing is downloaded) with a fresh profile and the browser console log enabled;
@@ -37,8 +38,10 @@ def browser_available() -> bool:
 
 
 class DashboardServer:
-    def __init__(self, logdir: str | Path, log_dir: str | Path | None = None, verbose: bool = False) -> None:
+    def __init__(self, logdir: str | Path, log_dir: str | Path | None = None, verbose: bool = False,
+                 repo: str | Path = REPO) -> None:
         self.logdir = str(logdir)
+        self.repo = Path(repo)
         self.verbose = verbose  # log each session read ("reading session <dir>")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -50,7 +53,8 @@ class DashboardServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "xlaprof", *(["-v"] if self.verbose else []), "dashboard", "--logdir",
              self.logdir, "--port", str(self.port)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+            cwd=self.repo, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(self.repo)} if self.repo != REPO else None)
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dashboard.views.compare import compare_view, default_pair, parse_pair
+from dashboard.views.compare import compare_view, default_pair, parse_pair, step_bins
 from dashboard.views.trend import trend_series
 from tests.support.synthetic import training_capture, write_before_after, write_session
 from xlaprof.analysis import analyze
@@ -33,7 +33,7 @@ def test_the_compare_view_agrees_with_the_diff(diff):
     np.testing.assert_allclose(view.step_before_ms, diff.step_time.before_us / 1000)
     # shared bins hold every step of both sessions
     for steps in (view.step_before_ms, view.step_after_ms):
-        assert np.histogram(steps, view.bin_edges_ms)[0].sum() == steps.size
+        assert np.histogram(np.minimum(steps, view.bin_edges_ms[-1]), view.bin_edges_ms)[0].sum() == steps.size
     assert view.step_lines[0].startswith("median step ") and "95% CI " in view.step_lines[0]
 
 
@@ -98,3 +98,18 @@ def test_the_app_compares_a_pair_once_and_again_when_a_session_changes(tmp_path)
     write_session(logdir, "before", {"localhost_9012": training_capture(steps=30, read_every=1, seed=3)})
     changed = state.compare("before", "after")
     assert changed is not view and changed.step_before_ms.size != view.step_before_ms.size
+
+
+def test_step_bins_follow_freedman_diaconis_and_put_far_outliers_in_the_last_bin():
+    rng = np.random.default_rng(0)
+    steps = np.concatenate([rng.uniform(47, 61, 200), [2_600.0]])  # 47-61 ms steps and one compile's step
+    edges, overflow = step_bins(steps)
+    q1, q3 = np.percentile(steps, [25, 75])
+    width = 2 * (q3 - q1) / steps.size ** (1 / 3)
+    assert np.diff(edges[:-1]) == pytest.approx(np.full(edges.size - 2, np.diff(edges[:-1])[0]))
+    assert edges[1] - edges[0] == pytest.approx(width) and width < 3  # not 200 ms bins
+    assert edges[0] == steps.min() and steps[:-1].max() < overflow < 2_600
+    counts = np.histogram(np.minimum(steps, edges[-1]), edges)[0]
+    assert counts[-1] == 1 and counts.sum() == steps.size and counts.max() < 0.3 * steps.size and counts[:-1].min() > 0
+    assert step_bins(np.full(5, 50.0))[0].tolist() == [47.5, 52.5]  # no spread: one bin
+    assert step_bins(np.zeros(0))[0].size == 0

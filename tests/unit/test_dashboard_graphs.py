@@ -110,3 +110,13 @@ def test_the_page_and_its_callbacks(logdir):
     text = client.post("/_dash-update-component", json=callback_body(
         page, [("url", "pathname", "/session/plain"), ("url", "search", "")])).get_data(as_text=True)
     assert "No compiled graph ran in this capture" in text and '"id": "ops-table"' not in text
+
+
+def test_without_a_debug_file_compile_rows_say_what_the_analysis_knows_and_name_graphs_apart(analysis):
+    rows = compile_rows(analysis)
+    assert all(r["trigger"] == r["source"] != "" for r in rows)  # the compiling line of the stacks/span
+    assert rows[0]["cause"] == "first graph of its place"
+    assert rows[1]["cause"] == "new graph: input 0: f32[8,256] -> f32[12,256]"
+    assert all("PT_XLA_DEBUG_FILE" in r["cause_tip"] for r in rows)
+    assert len({r["graph"] for r in rows}) == len(rows) and rows[1]["graph"] == f"#112 · {12:08x}"
+    assert len({g["graph"] for g in graph_rows(analysis)}) == len(graph_rows(analysis))

@@ -96,13 +96,13 @@ def test_a_click_on_a_frame_selects_it_and_clear_zooms_out(setup):
 def test_a_selected_frame_filters_the_gaps_grid_and_the_timeline(setup):
     _, state, _ = setup
     every = apply(setup, None)[1]
-    assert idle_lanes(every["timeline"]["figure"]).keys() >= {"compile", "TransferFromDevice (blocking read)"}
+    assert idle_lanes(every["timeline"]["figure"]).keys() >= {"compile", "transfer_from_device"}
     user_filter = {"dur_ms": {"filterType": "number", "type": "greaterThanOrEqual", "filter": 0}}
     status, response = apply(setup, LOG_LOSS, {**user_filter, "stack": {"type": "contains", "filter": "old"}})
     assert status == 200
     model = response["gaps-table"]["filterModel"]
     assert model == {**user_filter, "stack": frame_filter(LOG_LOSS)}  # the user's other filters stay
-    assert idle_lanes(response["timeline"]["figure"]) == {"TransferFromDevice (blocking read)": {"TPU:0", "TPU:1"}}
+    assert idle_lanes(response["timeline"]["figure"]) == {"transfer_from_device": {"TPU:0", "TPU:1"}}
     assert "gaps under train.py:57 log_loss only" in response["timeline-status"]["children"]
     assert response["flame-status"]["children"] == "Showing only the gaps under train.py:57 log_loss."
     # The grid then asks for its rows with that filter: only the read's gaps, all of them.
@@ -116,7 +116,7 @@ def test_a_selected_frame_filters_the_gaps_grid_and_the_timeline(setup):
     zoom = post(setup, "timeline.relayoutData", [("timeline", "relayoutData", {"xaxis.autorange": True}),
                                                  ("timeline-reset", "n_clicks", None)],
                 [("session-run", "data", "sampled"), ("flame-selection", "children", LOG_LOSS)])[1]
-    assert idle_lanes(zoom["timeline"]["figure"]) == {"TransferFromDevice (blocking read)": {"TPU:0", "TPU:1"}}
+    assert idle_lanes(zoom["timeline"]["figure"]) == {"transfer_from_device": {"TPU:0", "TPU:1"}}
     cleared = apply(setup, None, model)[1]
     assert cleared["gaps-table"]["filterModel"] == user_filter
     assert cleared["flame-status"]["children"] == "Click a frame to see only its gaps."

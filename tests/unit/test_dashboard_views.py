@@ -42,7 +42,7 @@ def timeline(analysis):
 def test_lanes_are_devices_then_host_activity(timeline):
     labels = [lane.label for lane in timeline.lanes]
     assert labels[:4] == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
-    assert labels[4:] == ["host: compile", "host: TransferFromDevice", "host: TransferToDevice",
+    assert labels[4:] == ["host: compile", "host: transfer_from_device", "host: transfer_to_device",
                           "training thread · spans depth 0", "training thread · spans depth 1"]
     compile_lane = timeline.lanes[labels.index("host: compile")]
     assert compile_lane.start.size == 3  # steps 0, 20, 40
@@ -183,7 +183,7 @@ def test_gap_table_pages_through_every_gap_in_order(analysis):
         page = gap_page(gaps, _request(start, start + 15, DESC))
         assert page.matching == len(gaps) and page.problem is None
         assert len(page.rows) == min(15, len(gaps) - start)  # a broken offset repeats or drops rows
-        seen += [r["id"] for r in page.rows]
+        seen += [int(r["id"]) for r in page.rows]
         durations += [r["dur_ms"] for r in page.rows]
     assert sorted(seen) == list(range(len(gaps)))  # every gap exactly once
     assert durations == sorted(durations, reverse=True)

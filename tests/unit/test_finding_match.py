@@ -73,3 +73,18 @@ def test_identical_findings_are_all_unchanged():
     findings = [finding(READ, 70_000, "log_loss", "t.py:5"), finding(COMPILE, 9_000, "step", "t.py:2"),
                 finding(FALLBACK, 0.0, count=2)]
     assert {c.status for c in match_findings(findings, list(findings))} == {FindingStatus.UNCHANGED}
+
+
+def test_a_recompilation_and_a_compile_at_one_line_are_one_finding_that_changed():
+    recompile = FindingKind.RECOMPILATION
+    before = [finding(recompile, 685_700, "train_step", "train.py:65"), finding(READ, 5_000, "log", "train.py:70")]
+    after = [finding(COMPILE, 400_000, "train_step", "train.py:65"),
+             finding(COMPILE, 50_000, "train_step", "train.py:99")]
+    changes = match_findings(before, after)
+    assert statuses(changes) == [("changed", "compile", "train_step", "train.py:65"),
+                                 ("new", "compile", "train_step", "train.py:99"),
+                                 ("resolved", "transfer_from_device", "log", "train.py:70")]
+    assert changes[0].before.kind is recompile and changes[0].lost_delta_us == -285_700
+    # kinds charged to different causes never mix, even at one line
+    mixed = match_findings([finding(READ, 9_000, "s", "a.py:1")], [finding(COMPILE, 9_000, "s", "a.py:1")])
+    assert [c.status.value for c in mixed] == ["resolved", "new"]

@@ -3,8 +3,10 @@
 Contract: ``match_findings(before, after, config)`` pairs the findings of two analyses and
 returns one ``FindingChange`` per finding of either side (a pair, or one side alone), ordered by
 how much their lost time moved (largest first; unchanged ones last). Two findings match when
-they have the same ``kind`` and the same ``source`` (the Python line); findings left over, or
-without a source, match by ``kind`` and ``span``. Within one key, findings pair one to one,
+they have the same ``kind`` and the same ``source`` (the Python line); findings left over match
+across kinds charged to the same idle cause at the same line (a ``recompilation`` before and a
+``compile`` after at one line are one finding that changed, not one resolved and one new); the
+rest, and findings without a source, match by ``kind`` and ``span``. Within one key, findings pair one to one,
 costliest with costliest. Lost time moved when it changed by more than ``changed_rel`` of the
 larger and by more than ``changed_abs_us`` (an absent finding lost nothing); for findings that
 lose no time (CPU fallbacks, forced executions) when one appeared or vanished or its count
@@ -61,7 +63,7 @@ class FindingChange:
 def match_findings(before: list[Finding], after: list[Finding], config: MatchConfig = MatchConfig()) -> list[FindingChange]:
     pairs: list[tuple[Finding | None, Finding | None]] = []
     left_before, left_after = list(before), list(after)
-    for key in (_by_source, _by_span):
+    for key in (_by_source, _by_cause_at_source, _by_span):
         matched, left_before, left_after = _pair(left_before, left_after, key)
         pairs += matched
     pairs += [(f, None) for f in left_before] + [(None, f) for f in left_after]
@@ -72,6 +74,11 @@ def match_findings(before: list[Finding], after: list[Finding], config: MatchCon
 
 def _by_source(f: Finding) -> tuple | None:
     return (f.kind.value, f.source) if f.source else None
+
+
+def _by_cause_at_source(f: Finding) -> tuple | None:
+    cause = f.kind.cause
+    return (cause.value, f.source) if f.source and cause is not None else None
 
 
 def _by_span(f: Finding) -> tuple:

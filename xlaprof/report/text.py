@@ -7,7 +7,10 @@ inside it), the findings under ``MINOR_SHARE`` of the idle time listed after, on
 several workers a pod section comes first ("tpu-vm-17 is the slowest worker in 80% of steps: host
 tracing 2.1x the median worker's"), then only the workers that stand out. Times are formatted by
 ``xlaprof.units.format_duration``; percentages are of device time. Paths under ``source_root``
-are shown relative to it (as in the JSON, which it is rendered from).
+are shown relative to it (as in the JSON, which it is rendered from). Causes are named by their
+value, each with its meaning (``report.causes``) in the cause table; a line's code is shortened at
+a word, never cut inside one; the blocking reads by line add up to the reads counted (the reads no
+sampled stack placed are a line of their own).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from xlaprof.analysis.device_profile import NO_SOURCE
 from xlaprof.analysis.frames import short_location
 from xlaprof.analysis.span_index import NO_SPAN
 from xlaprof.framework_files import is_framework_file
+from xlaprof.report.causes import cause_row
 from xlaprof.report.json_report import analysis_json
 from xlaprof.units import format_duration as _t
 
@@ -27,6 +31,7 @@ WIDTH = 100
 TOP_OPS = 3  # ops shown under each graph
 MINOR_SHARE = 0.01  # findings below this share of the idle time are listed in one line each, after the others
 OUTLIER_SHARE = 0.10  # a worker whose median step is this far from the typical one is listed
+CODE_WIDTH = 48  # characters of a line's code in the idle-by-line table
 
 
 def _pct(part: float, whole: float) -> str:
@@ -56,7 +61,7 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
     out += _pod_lines(data)
     out.append(rule("Idle time by cause"))
     for cause, us in sorted(data["idle_by_cause_us"].items(), key=lambda kv: -kv[1]):
-        out.append(f"  {cause:<22} {_t(us):>12}  {_pct(us, idle)} of idle\n")
+        out.append(f"  {cause:<22} {_t(us):>12}  {_pct(us, idle)} of idle  {cause_row(cause).meaning}".rstrip() + "\n")
 
     out.append(rule("Findings (fix these first)"))
     if not data["findings"]:
@@ -71,10 +76,11 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
         if f["stack"]:
             out.append(textwrap.fill("stack: " + _path(f["stack"]), WIDTH, initial_indent="     ",
                                      subsequent_indent="            ") + "\n")
+        unit = "read(s)" if f["kind"] == "transfer_from_device" else "gap piece(s)"
         for line in f["inside"][:top]:
-            code = f" `{line['code']}`" if line["code"] else ""
-            out.append(textwrap.shorten(f"     inside: {short_location(line['source'])}{code} ({line['pieces']}, "
-                                        f"{_t(line['lost_us'])})", WIDTH, placeholder=" ...") + "\n")
+            code = f" `{shorten(line['code'], CODE_WIDTH)}`" if line["code"] else ""
+            out.append(f"     inside: {short_location(line['source'])}{code} ({line['pieces']} {unit}, "
+                       f"{_t(line['lost_us'])})\n")
         advice = f["advice"] if f["advice"] not in advised else f"as for [{f['kind']}] above"
         advised.add(f["advice"])
         out.append(textwrap.fill("fix: " + advice, WIDTH, initial_indent="     ",
@@ -97,12 +103,11 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
     out += _compile_lines(data["compiles"], top)
     out += _device_lines(data, top)
     reads = data["transfers_from_device"]
-    out.append(rule("Blocking reads (TransferFromDevice)"))
+    out.append(rule("Blocking reads (transfer_from_device)"))
     out.append(f"  {reads['count']} read(s), transfer {_t(reads['total_us'])}, host blocked {_t(reads['blocked_us'])}\n")
-    for span, n in list(reads["by_span"].items())[:top]:
-        out.append(f"  {n:>6} in {span}\n")
-    for source, n in list(reads["by_source"].items())[:top]:
-        out.append(f"  {n:>6} at {source}\n")
+    out += _counted(reads["by_span"], reads["count"], "in", top, "outside the spans listed")
+    if reads["by_source"]:
+        out += _counted(reads["by_source"], reads["count"], "at", top, "at a line no sampled stack showed")
     return "".join(out)
 
 
@@ -142,13 +147,34 @@ def _pod_lines(data: dict) -> list[str]:
     return out
 
 
+def _counted(counts: dict[str, int], total: int, word: str, top: int, rest: str) -> list[str]:
+    """The ``top`` largest counts, then what they leave of ``total``, so the lines add up to it."""
+    shown = list(counts.items())[:top]
+    out = [f"  {n:>6} {word} {key}\n" for key, n in shown]
+    left = total - sum(n for _, n in shown)
+    if left > 0:
+        out.append(f"  {left:>6} {rest}\n")
+    return out
+
+
+def shorten(code: str, width: int) -> str:
+    """``code`` on one line, at most ``width`` characters: cut after a space or a ``.,(`` (never
+    inside a name), with an ellipsis."""
+    line = " ".join(code.split())
+    if len(line) <= width:
+        return line
+    head = line[:width - 1]
+    cut = max(head.rfind(mark) for mark in " .,(")
+    return (head[:cut + 1] if cut >= width // 2 else head).rstrip() + "…"
+
+
 def _line_rows(lines: list[dict], idle: float, top: int) -> list[str]:
     """The Python lines that caused the most idle time (from the sampled stacks)."""
     if not lines:
         return []
     out = [rule("Idle time by Python line")]
     for row in lines[:top]:
-        code = f"  {row['code'][:48]}" if row["code"] else ""
+        code = f"  {shorten(row['code'], CODE_WIDTH)}" if row["code"] else ""
         out.append(f"  {_t(row['idle_us']):>10} {_pct(row['idle_us'], idle)}  {row['cause']:<21} "
                    f"{short_location(row['source'])}{code}\n")
     return out

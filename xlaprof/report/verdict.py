@@ -1,10 +1,12 @@
 """The one-line answer of ``xlaprof diff``: what the change bought, in the terms of the cause.
 
 Contract: ``verdict(data)`` reads a ``diff_json`` dict and returns one line: the step-time change
-with its confidence interval (or that it is within noise), then the finding whose lost time
-moved most (resolved, new or changed) with the change of its idle cause, e.g. ``step time -22.0% (95% CI -25.1%..-19.0%);
-transfer_from_device idle -1.60 s: the read at log_loss (train.py:44) is gone``. Where no
-finding moved, the idle cause that moved most, if any.
+with its confidence interval (or that it is within noise), then the idle causes that moved, the
+largest change first (at most ``MAX_CAUSES``, each at least ``MIN_SHARE`` of the largest change
+and ``MIN_CHANGE_US``), and the finding whose lost time moved most (resolved, new or changed)
+told after its own cause's change, e.g. ``step time -22.0% (95% CI -25.1%..-19.0%);
+transfer_from_device idle -1.60 s: the read at log_loss (train.py:44) is gone; host_tracing idle
++310.0 ms``. Where nothing moved, ``device idle time unchanged``.
 """
 from __future__ import annotations
 
@@ -18,20 +20,28 @@ NOUNS = {"transfer_from_device": "read", "transfer_to_device": "input transfer",
          "forced_execution": "forced execution"}
 
 
+MAX_CAUSES = 3  # idle causes named in a verdict
+MIN_SHARE = 0.1  # a cause is named when its change is at least this share of the largest change...
+MIN_CHANGE_US = 1000.0  # ...and at least this much
+
+
 def verdict(data: dict) -> str:
-    parts = [_step_part(data["step_time"])]
     moved = {cause: c["delta"] for cause, c in data["idle_by_cause_us"].items()}
+    largest = max((abs(d) for d in moved.values()), default=0.0)
+    causes = sorted((c for c, d in moved.items() if abs(d) >= max(MIN_SHARE * largest, MIN_CHANGE_US)),
+                    key=lambda c: -abs(moved[c]))[:MAX_CAUSES]
     timed = [f for f in data["findings"] if f["status"] != "unchanged" and f["lost_us"]["delta"] != 0]
-    if timed:  # the finding whose lost time moved most says what the change did
+    told: dict[str, str] = {}
+    if timed:  # the finding whose lost time moved most says what the change did, after its cause
         f = max(timed, key=lambda f: abs(f["lost_us"]["delta"]))
         charged = FindingKind(f["kind"]).cause
         cause = charged.value if charged else f["kind"]
-        parts.append(f"{cause} idle {format_duration_change(moved.get(cause, 0.0))}: {_finding_part(f)}")
-    else:
-        cause = max(moved, key=lambda k: abs(moved[k]))
-        parts.append(f"{cause} idle {format_duration_change(moved[cause])}" if moved[cause]
-                     else "device idle time unchanged")
-    return "; ".join(parts)
+        told[cause] = _finding_part(f)
+        if cause not in causes:
+            causes.append(cause)
+    parts = [f"{c} idle {format_duration_change(moved.get(c, 0.0))}" + (f": {told[c]}" if c in told else "")
+             for c in causes]
+    return "; ".join([_step_part(data["step_time"]), *(parts or ["device idle time unchanged"])])
 
 
 def _step_part(step: dict | None) -> str:

@@ -1,0 +1,98 @@
+"""First render of a session page in headless Chromium, this checkout beside another (the baseline).
+
+Run on demand (not a test), from the repo root:
+  .venv/bin/python bench/bench_dashboard_first_render.py [--base DIR] [--logdir DEMO_LOGDIR]
+      [--sizes 10000,1000000] [--runs 3]
+
+Sessions: the synthetic TPU-shaped capture of ``tests/support/synthetic.py`` at each of ``--sizes``
+events, and with ``--logdir`` the newest session of a real logdir (e.g. one ``xlaprof demo
+--no-dashboard`` wrote). For each session and each checkout (``--base DIR``: a checkout of the
+code to compare with, e.g. ``git worktree add /tmp/dash-base <commit>``; this checkout always),
+it starts that checkout's real dashboard (``python -m xlaprof dashboard``) and times, in fresh
+browser profiles, until the findings, the timeline's bars, the first gaps-table row and the step
+chart are all drawn: the first render (the server has not analysed the session yet) and ``--runs``
+first visits with the analysis cached. Both checkouts run in the same process, one after the
+other, on the same sessions, so their figures share the machine's load (printed with them).
+Targets (issue 21): a 10k-event session under 1.5 s, a 1M-event one under 2.5 s.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.harness import REPO  # noqa: E402
+from tests.support.dashboard_harness import DashboardServer, chromium  # noqa: E402
+from tests.support.synthetic import write_bench_session  # noqa: E402
+from xlaprof.session import list_sessions  # noqa: E402
+
+# Findings, timeline bars, a gaps-table row and the step chart's traces (bars or areas) all drawn.
+FULL = ("document.querySelector('#findings .finding') && document.querySelector('#timeline .js-plotly-plot .bars')"
+        " && document.querySelector('#gaps-table .ag-row .ag-cell') && document.querySelector('#steps-chart .trace')")
+TARGETS_S = ((50_000, 1.5), (float("inf"), 2.5))  # (events up to, seconds)
+
+
+def _render(url: str, profile: str) -> float:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = chromium(profile)
+    try:
+        driver.get("about:blank")
+        start = time.perf_counter()
+        driver.get(url)
+        WebDriverWait(driver, 300, poll_frequency=0.02).until(lambda d: d.execute_script(f"return {FULL}"))
+        return time.perf_counter() - start
+    finally:
+        driver.quit()
+
+
+def _measure(repo: str, logdir: str, run: str, runs: int, tmp: str) -> tuple[float, list[float]]:
+    with DashboardServer(logdir, tmp, repo=repo) as server:
+        url = f"{server.url}/session/{run}"
+        cold = _render(url, tempfile.mkdtemp(dir=tmp))
+        return cold, [_render(url, tempfile.mkdtemp(dir=tmp)) for _ in range(runs)]
+
+
+def _target(events: int) -> float:
+    return next(seconds for limit, seconds in TARGETS_S if events <= limit)
+
+
+def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", help="a checkout of the code to measure beside this one")
+    parser.add_argument("--logdir", help="a real logdir: its newest session is measured too")
+    parser.add_argument("--sizes", default="10000,1000000", help="synthetic sessions' events, comma-separated")
+    parser.add_argument("--runs", type=int, default=3, help="cached first visits per session and checkout")
+    args = parser.parse_args()
+    trees = ([("base", os.path.abspath(args.base))] if args.base else []) + [("this", REPO)]
+    with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as tmp:
+        sessions = []  # (label, logdir, run, events)
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            logdir = os.path.join(tmp, f"logdir-{size}")
+            _, count, _ = write_bench_session(logdir, size)
+            sessions.append((f"synthetic {count:,} events", logdir, "big", count))
+        if args.logdir:
+            newest = list_sessions(args.logdir)[0]
+            from xlaprof.session import Session
+
+            count = Session.load(newest.path).event_count
+            sessions.append((f"{newest.run} (real) {count:,} events", args.logdir, newest.run, count))
+        print(f"load average before: {os.getloadavg()[0]:.1f} (2 cores)")
+        for label, logdir, run, events in sessions:
+            print(f"\n{label}  (target < {_target(events)} s)")
+            for name, repo in trees:
+                cold, warm = _measure(repo, logdir, run, args.runs, tmp)
+                print(f"  {name:<5} first render {cold:5.2f} s; cached, fresh browser: "
+                      + ", ".join(f"{t:.2f}" for t in warm) + f" s (median {statistics.median(warm):.2f} s)"
+                      + f"   load {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

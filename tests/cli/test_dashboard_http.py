@@ -1,0 +1,74 @@
+"""The real ``xlaprof dashboard`` answers malformed callback requests with 400 and oversized bodies
+with 413, one line each, and its log holds no traceback; a well-formed callback still works."""
+from __future__ import annotations
+
+import http.client
+import json
+
+import pytest
+
+from tests.support.dashboard_harness import DashboardServer, write_demo_logdir
+
+ROUTE = {"output": "page.children", "outputs": {"id": "page", "property": "children"},
+         "inputs": [{"id": "url", "property": "pathname", "value": "/session/train"},
+                    {"id": "url", "property": "search", "value": ""}], "changedPropIds": ["url.pathname"]}
+ZOOM = "..timeline.figure...timeline-status.children.."
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("logdir")
+    write_demo_logdir(logdir, steps=8)
+    with DashboardServer(logdir) as running:
+        yield running
+
+
+def _post(server, body: bytes, length: int | None = None) -> tuple[int, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.putrequest("POST", "/_dash-update-component")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(len(body) if length is None else length))
+        conn.endheaders()
+        try:
+            conn.send(body)
+        except (BrokenPipeError, ConnectionResetError):  # the server answered before reading it all
+            pass
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
+
+
+MALFORMED = {
+    "empty list": b"[]", "null": b"null", "a number": b"3", "a string": b'"x"', "not JSON": b"{output:",
+    "empty object": b"{}", "100k-deep JSON": b"[" * 100_000 + b"]" * 100_000,
+    "deep object": b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    "unknown output": json.dumps({**ROUTE, "output": "nothing.children"}).encode(),
+    "output not a string": json.dumps({**ROUTE, "output": ["page.children"]}).encode(),
+    "inputs missing": json.dumps({k: v for k, v in ROUTE.items() if k != "inputs"}).encode(),
+    "inputs not a list": json.dumps({**ROUTE, "inputs": {"id": "url"}}).encode(),
+    "too few inputs": json.dumps({**ROUTE, "inputs": ROUTE["inputs"][:1]}).encode(),
+    "wrong input ids": json.dumps({**ROUTE, "inputs": [{"id": "x", "property": "y"}] * 2}).encode(),
+    "inputs of null": json.dumps({**ROUTE, "inputs": [None, None]}).encode(),
+    "outputs of a multi-output callback not a list": json.dumps({**ROUTE, "output": ZOOM, "outputs": {}}).encode(),
+    "changedPropIds not a list": json.dumps({**ROUTE, "changedPropIds": 3}).encode(),
+}
+
+
+def test_malformed_callbacks_get_400_and_no_traceback(server):
+    for name, body in MALFORMED.items():
+        status, text = _post(server, body)
+        assert status == 400 and text.startswith("bad callback request: ") and text.count("\n") == 1, (name, text)
+    status, text = _post(server, json.dumps(ROUTE).encode())  # a well-formed one still draws the page
+    assert status == 200 and "session-page" in text
+    assert "Traceback" not in server.output()
+
+
+def test_a_body_over_the_limit_gets_413_without_being_read(server):
+    status, text = _post(server, b"[" * 65536, length=50 * 2**20)  # says 50 MB, sends 64 kB
+    assert status == 413 and text == "request body too large: the limit is 4 MB\n"
+    status, _ = _post(server, b" " * (5 * 2**20))  # and one really sent
+    assert status == 413
+    assert _post(server, json.dumps(ROUTE).encode())[0] == 200  # the server is still serving
+    assert "Traceback" not in server.output()
