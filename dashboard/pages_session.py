@@ -20,7 +20,15 @@ from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
 from dashboard import page_graphs, page_stacks
-from dashboard.figures import CAUSE_COLORS, IDLE_CAUSES, idle_donut, legend_items, step_chart, timeline_figure, worker_chart
+from dashboard.figures import (
+    CAUSE_COLORS,
+    IDLE_CAUSES,
+    idle_donut,
+    legend_items,
+    step_chart,
+    timeline_figure,
+    worker_chart,
+)
 from dashboard.grid import Column, ColumnKind, rows_response, server_grid, table_grid
 from dashboard.state import AppState
 from dashboard.views.axis import AXIS_UNIT_US
