@@ -57,10 +57,11 @@ class _Signals:
 
 
 class _Deprecated(argparse.Action):
-    """An old spelling of an option: works as ``dest`` does, with a note on stderr."""
+    """An old spelling of an option: works as ``dest`` does, with a note on stderr; not in ``--help``
+    (the README names it)."""
 
     def __init__(self, option_strings, dest, replacement: str, **kwargs) -> None:
-        super().__init__(option_strings, dest, help=f"deprecated spelling of {replacement}", **kwargs)
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
         self.replacement = replacement
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:

@@ -5,7 +5,7 @@ import json
 
 from tests.support.debug_samples import READ, TEXT
 from tests.support.synthetic import training_capture, write_session
-from tests.support.workers import run_cli
+from tests.support.workers import REPO, run_cli
 
 
 def test_analyze_debug_file_flag_joins_a_file_kept_elsewhere(tmp_path):
@@ -33,5 +33,6 @@ def test_compact_and_indented_json_hold_the_same_data_as_the_report(tmp_path):
     compact, indented = (run_cli("analyze", str(path), "--json", *extra) for extra in ((), ("--indent", "2")))
     assert compact.returncode == 0 and indented.returncode == 0, compact.stderr + indented.stderr
     assert "\n  " not in compact.stdout.strip() and "\n  " in indented.stdout
-    expected = json.loads(json.dumps(analysis_json(analyze(Session.load(str(path))))))
+    # The command states the directory it ran in (the repository: run_cli's cwd) as the paths' root.
+    expected = json.loads(json.dumps(analysis_json(analyze(Session.load(str(path))), source_root=REPO)))
     assert json.loads(compact.stdout) == json.loads(indented.stdout) == expected
