@@ -1,0 +1,101 @@
+"""The pod views on a synthetic pod whose truth is built in: seven TPU-shaped workers of 12 steps on
+2 chips; ``tpu-vm-5`` spends 3 ms instead of 0.4 in its forward (Python: host tracing) every step,
+``tpu-vm-6`` recompiles every step (5 ms each); all compile at step 0. So ``tpu-vm-6`` is the slowest
+worker of steps 1-11 and ``tpu-vm-5`` of step 0 (every worker compiles there, it also traces
+longer); each chip executes 1.5-1.55 ms per step (``TrainingShape.module_us`` + jitter)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dashboard.views.pod import (
+    ALL_IDLE,
+    cell,
+    compact_names,
+    heatmap,
+    pod_grid,
+    slowest_summary,
+)
+from tests.support.synthetic import TrainingShape, training_capture, write_session
+from xlaprof.analysis import analyze
+from xlaprof.session import Session
+
+STEPS, DEVICES = 12, 2
+TRACER, COMPILER = "tpu-vm-5:8466", "tpu-vm-6:8466"
+TYPICAL = tuple(f"tpu-vm-{i}:8466" for i in range(5))
+
+
+@pytest.fixture(scope="module")
+def analysis(tmp_path_factory):
+    captures = {f"tpu-vm-{i}_8466": training_capture(steps=STEPS, devices=DEVICES, seed=i) for i in range(5)}
+    captures["tpu-vm-5_8466"] = training_capture(steps=STEPS, devices=DEVICES, seed=5,
+                                                 shape=TrainingShape(forward_us=3000.0))
+    captures["tpu-vm-6_8466"] = training_capture(steps=STEPS, devices=DEVICES, seed=6, recompile_every=1)
+    return analyze(Session.load(write_session(str(tmp_path_factory.mktemp("pod")), "pod", captures)))
+
+
+@pytest.fixture(scope="module")
+def grid(analysis):
+    return pod_grid(analysis)
+
+
+def test_each_steps_straggler_is_the_worker_built_slow_in_it(grid):
+    assert grid.steps.tolist() == list(range(STEPS)) and grid.total_steps == STEPS
+    slowest = [grid.workers[r] for r in grid.straggler]
+    assert slowest == [TRACER] + [COMPILER] * (STEPS - 1)
+    assert slowest_summary(grid) == [(COMPILER, STEPS - 1), (TRACER, 1)]
+    marks = heatmap(grid)
+    assert list(zip(marks.straggler_x, marks.straggler_y)) == list(zip(range(STEPS), slowest))
+    assert marks.straggler_hover[3].startswith(f"step 3: slowest {COMPILER}") and "mostly compile" in \
+        marks.straggler_hover[3]
+
+
+def test_workers_are_grouped_by_speed_and_main_cause_and_rows_follow_the_groups(analysis, grid):
+    assert [(g.band, g.cause, g.members) for g in grid.groups] == [
+        ("slow", "compile", (COMPILER,)), ("slow", "host_tracing", (TRACER,)),
+        ("typical", "transfer_from_device", TYPICAL)]
+    assert {s.worker for s in analysis.comparison.stragglers} == {m for g in grid.groups if g.band == "slow"
+                                                                  for m in g.members}
+    assert grid.workers == [COMPILER, TRACER, *TYPICAL]
+    assert grid.groups[0].title == "slow, mostly compile"
+    assert grid.groups[0].median_step_us > grid.groups[1].median_step_us > 2 * grid.groups[2].median_step_us
+
+
+def test_a_cell_is_the_idle_share_of_the_devices_time_in_the_step(grid):
+    every = np.array(heatmap(grid).z)
+    assert every.shape == (7, STEPS)
+    # Independent of the attribution: the chips execute 1.5-1.55 ms of each step, idle the rest.
+    wall = grid.wall_us[2:, 1:]  # typical workers, steps without a compile
+    assert np.all(every[2:, 1:] >= 100 * (1 - 1550.0 / wall) - 0.5)
+    assert np.all(every[2:, 1:] <= 100 * (1 - 1500.0 / wall) + 0.5)
+    tracing = np.array(heatmap(grid, "host_tracing").z)
+    compiling = np.array(heatmap(grid, "compile").z)
+    assert tracing[1, 1:].min() > 25 and tracing[2:, 1:].max() < 2  # only the slow tracer's steps trace long
+    assert compiling[0, 1:].min() > 50 and compiling[1:, 1:].max() == 0  # only tpu-vm-6 compiles after step 0
+    assert np.allclose(sum(np.array(heatmap(grid, c).z) for c in ("compile", "transfer_from_device",
+                       "transfer_to_device", "host_tracing", "host_blocked", "unattributed")), every, atol=0.1)
+    assert heatmap(grid, "no-such-cause").title == heatmap(grid).title == ALL_IDLE
+
+
+def test_a_clicked_cell_gives_its_range_and_figures_and_nonsense_gives_none(grid):
+    detail = cell(grid, TRACER, 3)
+    r = grid.workers.index(TRACER)
+    assert (detail.step, detail.slowest, detail.wall_us) == (3, False, grid.wall_us[r, 3])
+    assert detail.x1_us - detail.x0_us == pytest.approx(detail.wall_us)
+    assert next(iter(detail.idle_by_cause_us)) == "host_tracing" and detail.vs_median > 2
+    assert cell(grid, COMPILER, "3").slowest
+    for worker, step in ((TRACER, 99), ("nobody", 3), (None, 3), (TRACER, None), (TRACER, "x"), (TRACER, True),
+                         ([TRACER], 3), (TRACER, 1e300)):
+        assert cell(grid, worker, step) is None
+
+
+def test_one_worker_has_no_grid(tmp_path):
+    run = write_session(str(tmp_path), "one", {"solo_9012": training_capture(steps=3, devices=1)})
+    assert pod_grid(analyze(Session.load(run))) is None
+
+
+def test_names_that_differ_in_one_number_read_as_ranges():
+    names = [f"tpu-vm-{i}:8466" for i in (*range(16), 17, 20, 21)]
+    assert compact_names(names) == "tpu-vm-{0-15,17,20-21}:8466"
+    assert compact_names(["localhost:9012", "localhost:9013", "gpu-a:1"]) == "localhost:{9012-9013}, gpu-a:1"
+    assert compact_names(["h-01:1", "h-7:1"]) == "h-7:1, h-01:1"  # a zero-padded number keeps its name
