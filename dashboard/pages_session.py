@@ -1,4 +1,4 @@
-"""The session page: findings first, overview cards, idle by stack, timeline, gaps, compiles, steps, workers.
+"""The session page: findings first, overview cards, pod, idle by stack, timeline, gaps, compiles, steps, workers.
 
 Contract: ``layout(state, run, search)`` builds the page of session ``run``: a clear not-found
 message for an id that names no session (hostile ids included), one clear error for a session
@@ -10,7 +10,8 @@ markers); a click on a gap row also shows the gap's Python stack in the panel be
 (``stack-panel``, from ``views.stacks.gap_stack``); the gaps grid is paged, sorted and filtered on
 the server by ``gap_table.gap_page``; a click on a compile row shows what changed vs the previous
 graph of its place (``views.graphs.compile_detail``). The idle flame graph section is
-``page_stacks``, the compiled graphs section ``page_graphs``.
+``page_stacks``, the compiled graphs section ``page_graphs``, the pod section (workers x steps,
+sessions of 2+ workers) ``page_pod``.
 Callbacks only ask xlaprof and draw.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
-from dashboard import page_graphs, page_stacks
+from dashboard import page_graphs, page_pod, page_stacks
 from dashboard.figures import (
     CAUSE_COLORS,
     IDLE_CAUSES,
@@ -90,6 +91,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                           dcc.Graph(figure=figures["donut"], config={"displayModeBar": False}), class_name="card-idle"),
                   ui.compiles_card(ov), ui.reads_card(ov),
                   ui.fallbacks_card(ov, any(w.metrics for w in analysis.workers))], className="cards"),
+        page_pod.section(state, run),
         page_stacks.section(analysis, flame, state.flame_figure(run)),
         html.Div([
             html.H2("Timeline"),
@@ -210,6 +212,7 @@ def register(app: Dash, state: AppState) -> None:
         return rows_response(result.rows, result.matching), info
 
     page_stacks.register(app, state, lambda run, frame: _redraw(state, run, (None, None), frame))
+    page_pod.register(app, state, lambda run, rng, frame: _redraw(state, run, rng, frame))
 
     @app.callback(Output("compile-detail", "children"), Input("compiles-table", "cellClicked"),
                   State("session-run", "data"), prevent_initial_call=True)

@@ -5,9 +5,13 @@ worker of steps 1-11 and ``tpu-vm-5`` of step 0 (every worker compiles there, it
 longer); each chip executes 1.5-1.55 ms per step (``TrainingShape.module_us`` + jitter)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
+from dashboard.app import create_app
+from dashboard.state import AppState
 from dashboard.views.pod import (
     ALL_IDLE,
     cell,
@@ -16,8 +20,10 @@ from dashboard.views.pod import (
     pod_grid,
     slowest_summary,
 )
+from tests.support.dash_requests import callback_body, output_for
 from tests.support.synthetic import TrainingShape, training_capture, write_session
 from xlaprof.analysis import analyze
+from xlaprof.report.causes import CAUSE_ROWS
 from xlaprof.session import Session
 
 STEPS, DEVICES = 12, 2
@@ -26,12 +32,18 @@ TYPICAL = tuple(f"tpu-vm-{i}:8466" for i in range(5))
 
 
 @pytest.fixture(scope="module")
-def analysis(tmp_path_factory):
+def logdir(tmp_path_factory):
     captures = {f"tpu-vm-{i}_8466": training_capture(steps=STEPS, devices=DEVICES, seed=i) for i in range(5)}
     captures["tpu-vm-5_8466"] = training_capture(steps=STEPS, devices=DEVICES, seed=5,
                                                  shape=TrainingShape(forward_us=3000.0))
     captures["tpu-vm-6_8466"] = training_capture(steps=STEPS, devices=DEVICES, seed=6, recompile_every=1)
-    return analyze(Session.load(write_session(str(tmp_path_factory.mktemp("pod")), "pod", captures)))
+    logdir = str(tmp_path_factory.mktemp("pod"))
+    return logdir, write_session(logdir, "pod", captures)
+
+
+@pytest.fixture(scope="module")
+def analysis(logdir):
+    return analyze(Session.load(logdir[1]))
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +111,29 @@ def test_names_that_differ_in_one_number_read_as_ranges():
     assert compact_names(names) == "tpu-vm-{0-15,17,20-21}:8466"
     assert compact_names(["localhost:9012", "localhost:9013", "gpu-a:1"]) == "localhost:{9012-9013}, gpu-a:1"
     assert compact_names(["h-01:1", "h-7:1"]) == "h-7:1, h-01:1"  # a zero-padded number keeps its name
+
+
+def test_the_page_draws_the_section_and_its_callbacks_answer_as_the_browser_asks(logdir, grid):
+    app = create_app(logdir[0], AppState(logdir[0]))
+    client = app.server.test_client()
+    outputs = {t: output_for([(k, cb["inputs"]) for k, cb in app.callback_map.items()], t)
+               for t in ("url.pathname", "pod-cause.value", "pod-heatmap.clickData")}
+
+    def post(trigger, inputs, state=()):
+        response = client.post("/_dash-update-component", json=callback_body(outputs[trigger], inputs, state))
+        assert response.status_code in (200, 204)
+        return json.loads(response.get_data(as_text=True) or "{}").get("response", {})
+
+    page = json.dumps(post("url.pathname", [("url", "pathname", "/session/pod"), ("url", "search", "")]))
+    assert "pod-section" in page and "slow, mostly compile" in page and "tpu-vm-{0-4}:8466" in page
+    assert f"Slowest worker of each step: {COMPILER} in 11, {TRACER} in 1 (of 12 steps)." in page
+    figure = post("pod-cause.value", [("pod-cause", "value", "compile")], [("session-run", "data", "pod")])
+    assert figure["pod-heatmap"]["figure"]["data"][0]["colorscale"][-1][1] == CAUSE_ROWS["compile"].color
+    run = [("session-run", "data", "pod"), ("flame-selection", "children", None)]
+    shown = post("pod-heatmap.clickData", [("pod-heatmap", "clickData", {"points": [{"x": 3, "y": COMPILER}]})], run)
+    assert f"{COMPILER}, step 3" in json.dumps(shown["pod-cell"]) and "the slowest worker" in json.dumps(shown)
+    x0, x1 = shown["timeline"]["figure"]["layout"]["xaxis"]["range"]
+    assert x0 <= cell(grid, COMPILER, 3).x0_us / 1000 < x1
+    for nonsense in (None, {}, {"points": "x"}, {"points": [{"x": "3; drop", "y": 7}]}, {"points": [None]}):
+        answer = post("pod-heatmap.clickData", [("pod-heatmap", "clickData", nonsense)], run)
+        assert "timeline" not in answer and "Click a cell" in json.dumps(answer)
