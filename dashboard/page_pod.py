@@ -8,8 +8,12 @@ straggler marked), the clicked cell's figures (``pod-cell``) and the table of wo
 (``pod-groups``, a row per group of class ``pod-group``). The grid and the all-idle figure are built
 once per cached analysis. ``register(app, state, redraw)`` adds the callbacks: the selector redraws
 the heatmap for its cause; a click on a cell (or a straggler mark) shows that worker's step: its
-figures in ``pod-cell``, and the timeline zoomed to the step (``redraw(run, (x0_us, x1_us), frame)``,
-from the session page, keeping the flame graph's selected frame).
+figures in ``pod-cell``, and the timeline zoomed to the step (``redraw(run, (x0_us, x1_us), frame,
+workers)``, from the session page, keeping the flame graph's selected frame), in a pod with that
+worker's lanes.
+The timeline of a pod (more than ``views.pod.TIMELINE_WORKERS`` workers) shows a few workers' lanes
+(``timeline_lanes``; a hidden ``SHOWN_WORKERS`` holds them, one a line, ``shown_workers``); a
+clicked gap of a hidden worker shows that worker's (``with_gap_worker``).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from dash.exceptions import PreventUpdate
 from dashboard import components as ui
 from dashboard.figures import STRAGGLER_MARK, color, legend_items, pod_heatmap
 from dashboard.state import AppState
+from dashboard.views.gap_table import gap_piece
 from dashboard.views.pod import (
     ALL_IDLE,
     CellDetail,
@@ -30,7 +35,9 @@ from dashboard.views.pod import (
     heatmap,
     pod_grid,
     slowest_summary,
+    timeline_workers,
 )
+from dashboard.views.timeline import SessionTimeline, only_workers
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.worker_comparison import STRAGGLER_RATIO
 from xlaprof.errors import XlaprofError
@@ -41,10 +48,41 @@ GRAPH_CONFIG = {"displaylogo": False, "displayModeBar": False}
 PICK_CELL = "Click a cell to see that worker's step on the timeline, with its figures."
 TOP_SLOWEST = 5
 GONE = "This session is no longer available: reload the page."
+SHOWN_WORKERS = "timeline-workers"  # hidden: the workers whose lanes the timeline shows, one a line (None: all)
 
 
 def _grid(state: AppState, run: str) -> PodGrid | None:
     return state.entry(run).derived("pod-grid", pod_grid)
+
+
+def timeline_lanes(state: AppState, run: str, requested: object = None) -> tuple[SessionTimeline, str]:
+    """The timeline's lanes of the workers it shows (``views.pod.timeline_workers``), and what its
+    status adds to say so (empty: every worker shown)."""
+    lanes, analysis = state.timeline(run), state.entry(run).analysis
+    shown = timeline_workers(analysis, _grid(state, run), requested)
+    if shown is None:
+        return lanes, ""
+    return only_workers(lanes, shown), (f"; lanes of {', '.join(shown)} only ({len(shown)} of "
+                                        f"{len(analysis.summaries)} workers): click a cell of the heatmap or a gap "
+                                        f"for another worker's")
+
+
+def shown_workers(state: AppState, run: str) -> html.Div:
+    """The hidden holder of the workers the timeline shows, as the page opens."""
+    shown = timeline_workers(state.entry(run).analysis, _grid(state, run))
+    return html.Div("\n".join(shown) if shown else None, id=SHOWN_WORKERS, hidden=True)
+
+
+def with_gap_worker(state: AppState, run: str, requested: object, gap_id: object) -> str | None:
+    """The workers to show once the gap ``gap_id`` is clicked: as they are, or its worker's lanes
+    if they were hidden."""
+    analysis = state.entry(run).analysis
+    shown = timeline_workers(analysis, _grid(state, run), requested)
+    if shown is None:
+        return None
+    found = gap_piece(state.gaps(run), gap_id)
+    label = analysis.workers[found[0]].worker.label if found is not None else None
+    return label if label is not None and label not in shown else "\n".join(shown)
 
 
 def section(state: AppState, run: str) -> html.Div | None:
@@ -107,7 +145,7 @@ def cell_detail(detail: CellDetail | None) -> list:
             html.Ul(idle) if idle else html.P("never idle in this step.", className="muted")]
 
 
-def register(app: Dash, state: AppState, redraw: Callable[[str, tuple, object], tuple]) -> None:
+def register(app: Dash, state: AppState, redraw: Callable[[str, tuple, object, object], tuple]) -> None:
     @app.callback(Output("pod-heatmap", "figure"), Input("pod-cause", "value"), State("session-run", "data"),
                   prevent_initial_call=True)
     def pick_cause(cause, run):
@@ -121,16 +159,19 @@ def register(app: Dash, state: AppState, redraw: Callable[[str, tuple, object], 
 
     @app.callback(Output("pod-cell", "children"), Output("timeline", "figure", allow_duplicate=True),
                   Output("timeline-status", "children", allow_duplicate=True),
+                  Output(SHOWN_WORKERS, "children", allow_duplicate=True),
                   Input("pod-heatmap", "clickData"), State("session-run", "data"),
-                  State("flame-selection", "children"), prevent_initial_call=True)
-    def show_cell(click, run, frame):
+                  State("flame-selection", "children"), State(SHOWN_WORKERS, "children"), prevent_initial_call=True)
+    def show_cell(click, run, frame, workers):
         point = (click.get("points") or [None])[0] if isinstance(click, dict) else None
         point = point if isinstance(point, dict) else {}
         try:
             grid = _grid(state, run)
             detail = cell(grid, point.get("y"), point.get("x")) if grid is not None else None
         except XlaprofError:
-            return [html.P(GONE)], no_update, no_update
+            return [html.P(GONE)], no_update, no_update, no_update
         if detail is None:
-            return cell_detail(None), no_update, no_update
-        return cell_detail(detail), *redraw(run, (detail.x0_us, detail.x1_us), frame)
+            return cell_detail(None), no_update, no_update, no_update
+        if workers:  # a pod whose timeline shows a few workers: now the clicked one's lanes
+            workers = detail.worker
+        return cell_detail(detail), *redraw(run, (detail.x0_us, detail.x1_us), frame, workers), workers

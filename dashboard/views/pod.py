@@ -23,6 +23,12 @@ Contract:
 - ``cell(grid, worker, step)``: one clicked cell's ``CellDetail`` (its time range on the session's
   axis, as the timeline's ``worker_offsets``, and its figures); ``None`` for anything that names no
   cell (hostile click data included).
+- ``timeline_workers(analysis, grid, requested)``: the workers whose lanes the timeline shows. A
+  session of at most ``TIMELINE_WORKERS`` workers: all (None). A pod: the ``requested`` labels
+  (newline-separated, as the page holds them) that name its workers, else by default its slowest
+  worker (the straggler of the most steps) and a typical one (the first of the largest typical
+  group), or the first ``TIMELINE_WORKERS`` without common steps: 64 workers' lanes would be
+  thousands of bars and a page taller than a screen.
 - ``slowest_summary(grid)``: the workers slowest in the most steps, as ``(worker, steps)``, most first.
 """
 from __future__ import annotations
@@ -42,6 +48,7 @@ from xlaprof.analysis.worker_comparison import (
 from xlaprof.units import format_duration
 
 MAX_COLUMNS = MAX_ALIGNED_STEPS
+TIMELINE_WORKERS = 4
 ALL_IDLE = "all idle"
 BANDS = ("slow", "typical", "fast")  # the order groups are shown in
 _NUMBERED = re.compile(r"^(.*?)(\d+)((?::\d+)?)$")  # "tpu-vm-" 17 ":8466"
@@ -238,3 +245,19 @@ def slowest_summary(grid: PodGrid) -> list[tuple[str, int]]:
     counts = np.bincount(grid.straggler, minlength=len(grid.workers))
     found = [(grid.workers[r], int(counts[r])) for r in np.argsort(-counts, kind="stable") if counts[r]]
     return found
+
+
+def timeline_workers(analysis: SessionAnalysis, grid: PodGrid | None, requested: object = None) -> list[str] | None:
+    labels = [w.worker.label for w in analysis.summaries]
+    if len(labels) <= TIMELINE_WORKERS:
+        return None
+    asked = requested.split("\n") if isinstance(requested, str) else []
+    known = [label for label in labels if label in asked]
+    if known:
+        return known
+    if grid is None:
+        return labels[:TIMELINE_WORKERS]
+    typical = next((g for g in sorted(grid.groups, key=lambda g: -len(g.members)) if g.band == "typical"),
+                   grid.groups[-1])
+    slowest = slowest_summary(grid)[0][0]
+    return list(dict.fromkeys([slowest, typical.members[0]]))

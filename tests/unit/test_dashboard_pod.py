@@ -129,11 +129,17 @@ def test_the_page_draws_the_section_and_its_callbacks_answer_as_the_browser_asks
     assert f"Slowest worker of each step: {COMPILER} in 11, {TRACER} in 1 (of 12 steps)." in page
     figure = post("pod-cause.value", [("pod-cause", "value", "compile")], [("session-run", "data", "pod")])
     assert figure["pod-heatmap"]["figure"]["data"][0]["colorscale"][-1][1] == CAUSE_ROWS["compile"].color
-    run = [("session-run", "data", "pod"), ("flame-selection", "children", None)]
-    shown = post("pod-heatmap.clickData", [("pod-heatmap", "clickData", {"points": [{"x": 3, "y": COMPILER}]})], run)
-    assert f"{COMPILER}, step 3" in json.dumps(shown["pod-cell"]) and "the slowest worker" in json.dumps(shown)
+    # Seven workers: the timeline opens on the slowest and a typical worker's lanes only.
+    assert "lanes of tpu-vm-6:8466, tpu-vm-0:8466 only (2 of 7 workers)" in page
+    assert f'"children": "{COMPILER}\\n{TYPICAL[0]}", "id": "timeline-workers"' in page
+    run = [("session-run", "data", "pod"), ("flame-selection", "children", None),
+           ("timeline-workers", "children", f"{COMPILER}\n{TYPICAL[0]}")]
+    shown = post("pod-heatmap.clickData", [("pod-heatmap", "clickData", {"points": [{"x": 3, "y": TRACER}]})], run)
+    assert f"{TRACER}, step 3" in json.dumps(shown["pod-cell"]) and shown["timeline-workers"]["children"] == TRACER
     x0, x1 = shown["timeline"]["figure"]["layout"]["xaxis"]["range"]
-    assert x0 <= cell(grid, COMPILER, 3).x0_us / 1000 < x1
+    assert x0 <= cell(grid, TRACER, 3).x0_us / 1000 < x1 and cell(grid, TRACER, 3).x1_us / 1000 <= x1
+    lanes = {label for trace in shown["timeline"]["figure"]["data"] for label in trace.get("y", [])}
+    assert lanes and all(label.startswith(TRACER) for label in lanes)
     for nonsense in (None, {}, {"points": "x"}, {"points": [{"x": "3; drop", "y": 7}]}, {"points": [None]}):
         answer = post("pod-heatmap.clickData", [("pod-heatmap", "clickData", nonsense)], run)
         assert "timeline" not in answer and "Click a cell" in json.dumps(answer)
