@@ -252,7 +252,7 @@ def timeline_workers(analysis: SessionAnalysis, grid: PodGrid | None, requested:
     if len(labels) <= TIMELINE_WORKERS:
         return None
     asked = requested.split("\n") if isinstance(requested, str) else []
-    known = [label for label in labels if label in asked]
+    known = list(dict.fromkeys(label for label in asked if label in labels))  # in the order asked
     if known:
         return known
     if grid is None:

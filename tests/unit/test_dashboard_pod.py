@@ -14,11 +14,13 @@ from dashboard.app import create_app
 from dashboard.state import AppState
 from dashboard.views.pod import (
     ALL_IDLE,
+    TIMELINE_WORKERS,
     cell,
     compact_names,
     heatmap,
     pod_grid,
     slowest_summary,
+    timeline_workers,
 )
 from tests.support.dash_requests import callback_body, output_for
 from tests.support.synthetic import TrainingShape, training_capture, write_session
@@ -103,7 +105,16 @@ def test_a_clicked_cell_gives_its_range_and_figures_and_nonsense_gives_none(grid
 
 def test_one_worker_has_no_grid(tmp_path):
     run = write_session(str(tmp_path), "one", {"solo_9012": training_capture(steps=3, devices=1)})
-    assert pod_grid(analyze(Session.load(run))) is None
+    alone = analyze(Session.load(run))
+    assert pod_grid(alone) is None and timeline_workers(alone, None, "solo:9012") is None  # every lane shown
+
+
+def test_a_pods_timeline_shows_its_slowest_and_a_typical_worker_unless_asked_for_others(analysis, grid):
+    assert timeline_workers(analysis, grid) == [COMPILER, TYPICAL[0]]
+    assert timeline_workers(analysis, grid, f"{TRACER}\nnobody\n{TYPICAL[2]}\n{TRACER}") == [TRACER, TYPICAL[2]]
+    for nonsense in ("", "nobody", 7, ["x"], None):
+        assert timeline_workers(analysis, grid, nonsense) == [COMPILER, TYPICAL[0]]
+    assert timeline_workers(analysis, None) == [w.worker.label for w in analysis.summaries[:TIMELINE_WORKERS]]
 
 
 def test_names_that_differ_in_one_number_read_as_ranges():
@@ -114,10 +125,11 @@ def test_names_that_differ_in_one_number_read_as_ranges():
 
 
 def test_the_page_draws_the_section_and_its_callbacks_answer_as_the_browser_asks(logdir, grid):
-    app = create_app(logdir[0], AppState(logdir[0]))
+    state = AppState(logdir[0])
+    app = create_app(logdir[0], state)
     client = app.server.test_client()
     outputs = {t: output_for([(k, cb["inputs"]) for k, cb in app.callback_map.items()], t)
-               for t in ("url.pathname", "pod-cause.value", "pod-heatmap.clickData")}
+               for t in ("url.pathname", "pod-cause.value", "pod-heatmap.clickData", "gaps-table.cellClicked")}
 
     def post(trigger, inputs, state=()):
         response = client.post("/_dash-update-component", json=callback_body(outputs[trigger], inputs, state))
@@ -143,3 +155,15 @@ def test_the_page_draws_the_section_and_its_callbacks_answer_as_the_browser_asks
     for nonsense in (None, {}, {"points": "x"}, {"points": [{"x": "3; drop", "y": 7}]}, {"points": [None]}):
         answer = post("pod-heatmap.clickData", [("pod-heatmap", "clickData", nonsense)], run)
         assert "timeline" not in answer and "Click a cell" in json.dumps(answer)
+    # A gap of a worker the timeline does not show: its lanes are shown instead; of a shown one: no change.
+    first_gap = state.gaps("pod").worker_start.tolist()
+    labels = [w.worker.label for w in state.entry("pod").analysis.workers]
+    click = [("session-run", "data", "pod"), ("flame-selection", "children", None),
+             ("timeline-workers", "children", f"{COMPILER}\n{TYPICAL[0]}")]
+    gap = {"rowId": str(first_gap[labels.index(TYPICAL[4])])}
+    answer = post("gaps-table.cellClicked", [("gaps-table", "cellClicked", gap)], click)
+    assert answer["timeline-workers"]["children"] == TYPICAL[4]
+    assert "lanes of tpu-vm-4:8466 only" in answer["timeline-status"]["children"]
+    gap = {"rowId": str(first_gap[labels.index(COMPILER)])}
+    answer = post("gaps-table.cellClicked", [("gaps-table", "cellClicked", gap)], click)
+    assert answer["timeline-workers"]["children"] == f"{COMPILER}\n{TYPICAL[0]}"
