@@ -137,7 +137,7 @@ def step_series(analysis: SessionAnalysis, max_bars: int = MAX_STEP_BARS) -> Ste
     # Thousands of bars are unreadable and slow to draw: show the mean step of each run of steps.
     first = np.arange(0, steps.size, group)
     counts = np.diff(np.append(first, steps.size))
-    mean = lambda v: np.add.reduceat(v, first) / counts
+    mean = lambda v: np.add.reduceat(v, first) / counts  # noqa: E731
     return StepSeries(steps[first], mean(busy), {c: mean(v) for c, v in by_cause.items()}, int(group))
 
 
