@@ -2,7 +2,8 @@
 
 Contract: pure functions from xlaprof results to Dash components; no callbacks, no analysis.
 Element ids and class names used here are what the browser tests look for: ``findings``
-(``finding``, ``finding-span``, ``finding-source``, ``finding-code``, ``finding-stack``), the stack
+(``finding``, ``finding-span``, ``finding-source``, ``finding-code``, ``finding-stack``, ``finding-inside``:
+the library lines of a finding at a call into a library, ``inside-source``/``-code``/``-count``/``-lost``), the stack
 panel's body (``stack-title``, ``stack-code``, ``stack-frames`` of ``frame`` items, marked
 ``frame-user``/``frame-framework`` and ``frame-source``), ``session-error``, ``not-found``,
 ``sessions-table`` (``session-link``), ``compare-link``, ``recompiles`` (``recompile``, ``recompile-summary``),
@@ -17,7 +18,13 @@ from dash import dcc, html
 from dashboard.figures import color
 from dashboard.views.graphs import CompileDetail
 from dashboard.views.overview import Overview
-from dashboard.views.stacks import GapStack, StackLine, finding_stack
+from dashboard.views.stacks import (
+    GapStack,
+    LibraryLineRow,
+    StackLine,
+    finding_library_lines,
+    finding_stack,
+)
 from xlaprof.analysis.findings import Finding
 from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.worker_comparison import Straggler
@@ -77,12 +84,25 @@ def findings_list(findings: list[Finding]) -> html.Div:
             html.Pre(f.code, className="finding-code") if f.code else None,
             html.Details([html.Summary(f"Python stack ({len(f.stack)} frames, outermost first)"),
                           stack_frames(finding_stack(f))], className="finding-stack") if f.stack else None,
+            library_lines(finding_library_lines(f)),
             html.P(f.advice, className="finding-advice"),
         ], className="finding"))
     more = len(findings) - TOP_FINDINGS
     return html.Div([html.H2("Findings, most costly first"), html.Ol(items, className="findings-list"),
                      html.P(f"and {more} smaller ones", className="muted") if more > 0 else None],
                     id="findings", className="section")
+
+
+def library_lines(rows: list[LibraryLineRow]) -> html.Table | None:
+    """The library lines inside a finding at the user's call into a library: line, code, count, time."""
+    if not rows:
+        return None
+    body = [html.Tr([html.Td(html.Code(r.label, title=r.source), className="inside-source"),
+                     html.Td(html.Code(r.code) if r.code else "", className="inside-code"),
+                     html.Td(r.count, className="inside-count"), html.Td(r.lost, className="inside-lost")])
+            for r in rows]
+    return html.Table([html.Caption("Inside the library call, costliest line first"), html.Tbody(body)],
+                      className="table finding-inside")
 
 
 def stack_frames(lines: list[StackLine], code: str | None = None) -> html.Ol:

@@ -17,6 +17,7 @@ from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.compare import CompareView
 from dashboard.views.flame import ROOT, SEPARATOR, Flame
 from dashboard.views.overview import Overview, StepSeries
+from dashboard.views.pod import ALL_IDLE, Heatmap
 from dashboard.views.timeline import CATEGORIES, TimelineView
 from dashboard.views.trend import TrendSeries
 from xlaprof.report.causes import CAUSE_ROWS, UNKNOWN, cause_row, idle_causes, titled
@@ -32,6 +33,9 @@ LANE_PX = 30
 STEP_BARS_MAX = 100  # steps drawn as bars; more as stacked areas
 FLAME_DEPTH = 10  # frames of the icicle shown at once; clicking a frame shows what is below it
 FLAME_LEVEL_PX = 34
+POD_ROW_PX, POD_MIN_PX = 13, 240  # the pod heatmap: a row per worker, 64 workers in about 900 px
+ALL_IDLE_COLOR = "#b03a2e"  # the pod heatmap's colour of all idle time (a cause's: its own)
+STRAGGLER_MARK = "#111111"
 SIDES = {"before": "#7f8c8d", "after": "#2e86c1"}  # the two sessions of a comparison
 
 
@@ -140,6 +144,22 @@ def worker_chart(rows: list[dict]) -> go.Figure:
     _stacked(fig, workers, np.array([r["busy_ms"] for r in rows]) * AXIS_UNIT_US, idle, horizontal=True)
     fig.update_xaxes(title_text="device time (ms, summed over the worker's devices)")
     return _layout(fig, 90 + 40 * len(rows), barmode="stack")
+
+
+def pod_heatmap(view: Heatmap) -> go.Figure:
+    """Idle share per worker (rows, top down) and aligned step (columns), from white to the cause's
+    colour, each step's straggler marked with an open diamond."""
+    top = ALL_IDLE_COLOR if view.title == ALL_IDLE else color(view.title)
+    fig = go.Figure(go.Heatmap(x=view.x, y=view.y, z=view.z, customdata=view.wall_ms, hovertemplate=view.hover,
+                               colorscale=[[0.0, "#ffffff"], [1.0, top]], zmin=0,
+                               zmax=max(1.0, max((max(row) for row in view.z), default=1.0)), xgap=1, ygap=1,
+                               colorbar=dict(title=dict(text="idle %", side="right"), thickness=12, len=1.0)))
+    fig.add_trace(go.Scatter(x=view.straggler_x, y=view.straggler_y, mode="markers", text=view.straggler_hover,
+                             hovertemplate="%{text}<extra></extra>", name="slowest worker",
+                             marker=dict(symbol="diamond-open", size=7, color=STRAGGLER_MARK, line=dict(width=1.5))))
+    fig.update_xaxes(title_text="step", showgrid=False)
+    fig.update_yaxes(autorange="reversed", showgrid=False, tickfont=dict(size=10), type="category")
+    return _layout(fig, max(POD_MIN_PX, 80 + POD_ROW_PX * len(view.y)), margin=dict(l=10, r=10, t=10, b=40))
 
 
 def flame_figure(flame: Flame) -> go.Figure:

@@ -8,8 +8,8 @@ without stacks shows the analysis' note (``flame-empty``) instead of an empty ch
 ``flame-selection`` holds its id as its children; a click on the top bar, its parent), Clear
 selects nothing and draws the icicle as it opened;
 a selection sets the gaps grid's filter on its hidden stack column (other columns' filters stay)
-and redraws the timeline with only the selected frame's gap markers (``redraw(run, frame)``, from
-the session page).
+and redraws the timeline with only the selected frame's gap markers (``redraw(run, frame, workers)``,
+from the session page; ``workers``: the pod's workers the timeline shows, ``page_pod.SHOWN_WORKERS``).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard.figures import CAUSE_COLORS
 from dashboard.grid import Column, ColumnKind, table_grid
+from dashboard.page_pod import SHOWN_WORKERS
 from dashboard.state import AppState
 from dashboard.views.flame import Flame, clicked_frame, frame_filter, frame_label
 from dashboard.views.stacks import idle_line_rows
@@ -71,7 +72,7 @@ def section(analysis: SessionAnalysis, flame: Flame, figure: dict | None) -> htm
     ], className="section", id="flame-section")
 
 
-def register(app: Dash, state: AppState, redraw: Callable[[str, str | None], tuple]) -> None:
+def register(app: Dash, state: AppState, redraw: Callable[[str, str | None, object], tuple]) -> None:
     @app.callback(Output("flame-selection", "children"), Output("flame", "figure"),
                   Input("flame", "clickData"), Input("flame-clear", "n_clicks"), State("flame-selection", "children"),
                   State("session-run", "data"), prevent_initial_call=True)
@@ -90,12 +91,12 @@ def register(app: Dash, state: AppState, redraw: Callable[[str, str | None], tup
     @app.callback(Output("gaps-table", "filterModel"), Output("timeline", "figure", allow_duplicate=True),
                   Output("timeline-status", "children", allow_duplicate=True), Output("flame-status", "children"),
                   Input("flame-selection", "children"), State("gaps-table", "filterModel"),
-                  State("session-run", "data"), prevent_initial_call=True)
-    def apply(frame, model, run):
+                  State("session-run", "data"), State(SHOWN_WORKERS, "children"), prevent_initial_call=True)
+    def apply(frame, model, run, workers):
         model = {k: v for k, v in (model if isinstance(model, dict) else {}).items() if k != "stack"}
         wanted = frame_filter(frame if isinstance(frame, str) else None)
         if wanted is not None:
             model["stack"] = wanted
-        figure, status = redraw(run, frame if wanted is not None else None)
+        figure, status = redraw(run, frame if wanted is not None else None, workers)
         said = f"Showing only the gaps under {frame_label(frame)}." if wanted is not None else PICK_FRAME
         return model, figure, status, said

@@ -1,4 +1,4 @@
-"""The session page: findings first, overview cards, idle by stack, timeline, gaps, compiles, steps, workers.
+"""The session page: findings first, overview cards, pod, idle by stack, timeline, gaps, compiles, steps, workers.
 
 Contract: ``layout(state, run, search)`` builds the page of session ``run``: a clear not-found
 message for an id that names no session (hostile ids included), one clear error for a session
@@ -10,7 +10,8 @@ markers); a click on a gap row also shows the gap's Python stack in the panel be
 (``stack-panel``, from ``views.stacks.gap_stack``); the gaps grid is paged, sorted and filtered on
 the server by ``gap_table.gap_page``; a click on a compile row shows what changed vs the previous
 graph of its place (``views.graphs.compile_detail``). The idle flame graph section is
-``page_stacks``, the compiled graphs section ``page_graphs``.
+``page_stacks``, the compiled graphs section ``page_graphs``, the pod section (workers x steps,
+sessions of 2+ workers) ``page_pod``.
 Callbacks only ask xlaprof and draw.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
-from dashboard import page_graphs, page_stacks
+from dashboard import page_graphs, page_pod, page_stacks
 from dashboard.figures import (
     CAUSE_COLORS,
     IDLE_CAUSES,
@@ -74,22 +75,25 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
         return ui.message("session-error", "This session could not be loaded", str(exc))
     analysis, ov = entry.analysis, state.overview(run)
     rng = parse_range_query(search)
-    lanes, flame = state.timeline(run), state.flame(run)
+    (lanes, note), flame = page_pod.timeline_lanes(state, run), state.flame(run)
     # The figures of the whole session are the same for every visit: built once per analysis.
-    figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, state.view_config))
-    timeline, status = _timeline(lanes, rng, state.view_config) if rng else (figures["timeline"], figures["status"])
+    figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, state.view_config, note))
+    timeline, status = (_timeline(lanes, rng, state.view_config, note=note) if rng
+                        else (figures["timeline"], figures["status"]))
     causes = [c for c in IDLE_CAUSES if analysis.idle_by_cause.get(c, 0.0) > 0]
     return html.Div([
         dcc.Store(id="session-run", data=run),
         html.Div([html.H2(run, id="session-title"),
                   html.P(", ".join(w.worker.label for w in analysis.workers), className="muted")]),
         html.Div([html.P(e, className="warning") for e in analysis.errors]) if analysis.errors else None,
+        page_pod.shown_workers(state, run),
         ui.findings_list(analysis.findings),
         html.Div([ui.device_card(ov),
                   ui.card("Idle by cause", ui.legend(legend_items(causes)),
                           dcc.Graph(figure=figures["donut"], config={"displayModeBar": False}), class_name="card-idle"),
                   ui.compiles_card(ov), ui.reads_card(ov),
                   ui.fallbacks_card(ov, any(w.metrics for w in analysis.workers))], className="cards"),
+        page_pod.section(state, run),
         page_stacks.section(analysis, flame, state.flame_figure(run)),
         html.Div([
             html.H2("Timeline"),
@@ -137,19 +141,20 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
     ], id="session-page")
 
 
-def _page_figures(analysis, ov, lanes: SessionTimeline, config: ViewConfig) -> dict:
+def _page_figures(analysis, ov, lanes: SessionTimeline, config: ViewConfig, note: str) -> dict:
     """The session's figures at full range, as plain dicts (cheap to send again). It runs under
     the cache entry's lock, so it takes its inputs rather than asking the state for them."""
     series, workers = step_series(analysis), worker_rows(analysis)
-    timeline, status = _timeline(lanes, (None, None), config)
+    timeline, status = _timeline(lanes, (None, None), config, note=note)
     return {"timeline": timeline, "status": status, "donut": idle_donut(ov).to_dict(),
             "steps": step_chart(series).to_dict() if series.step.size else None,
             "workers": worker_chart(workers).to_dict() if len(workers) > 1 else None}
 
 
-def _timeline(lanes: SessionTimeline, rng: tuple, config: ViewConfig, frame: str | None = None) -> tuple[dict, str]:
+def _timeline(lanes: SessionTimeline, rng: tuple, config: ViewConfig, frame: str | None = None,
+              note: str = "") -> tuple[dict, str]:
     tview = view(lanes, *rng, config=config)
-    return timeline_figure(tview).to_dict(), _status(tview, frame)
+    return timeline_figure(tview).to_dict(), _status(tview, frame) + note
 
 
 def _status(tview: TimelineView, frame: str | None = None) -> str:
@@ -161,17 +166,18 @@ def _status(tview: TimelineView, frame: str | None = None) -> str:
     return text
 
 
-def _redraw(state: AppState, run: str, rng: tuple | None, frame: object = None) -> tuple:
+def _redraw(state: AppState, run: str, rng: tuple | None, frame: object = None, workers: object = None) -> tuple:
     """The timeline figure and status for ``rng`` ((None, None): everything; None: no change),
-    with only the gap markers under the flame graph frame ``frame`` (None: every gap)."""
+    with only the gap markers under the flame graph frame ``frame`` (None: every gap), and in a pod
+    only the lanes of ``workers`` (``page_pod.timeline_lanes``)."""
     if rng is None:
         raise PreventUpdate
     try:
-        lanes = state.timeline(run)
+        lanes, note = page_pod.timeline_lanes(state, run, workers)
         keep = frame_gaps(state.gaps(run), frame if isinstance(frame, str) else None)
         if keep is None:
-            return _timeline(lanes, rng, state.view_config)
-        return _timeline(only_gaps(lanes, keep), rng, state.view_config, frame)
+            return _timeline(lanes, rng, state.view_config, note=note)
+        return _timeline(only_gaps(lanes, keep), rng, state.view_config, frame, note)
     except XlaprofError:  # the session vanished or broke since the page was drawn
         return no_update, GONE
 
@@ -181,23 +187,28 @@ def register(app: Dash, state: AppState) -> None:
     # first draw, and in one callback it would cancel a gap click made in that instant.
     @app.callback(Output("timeline", "figure"), Output("timeline-status", "children"),
                   Input("timeline", "relayoutData"), Input("timeline-reset", "n_clicks"),
-                  State("session-run", "data"), State("flame-selection", "children"), prevent_initial_call=True)
-    def zoom(relayout, _reset, run, frame):
+                  State("session-run", "data"), State("flame-selection", "children"),
+                  State(page_pod.SHOWN_WORKERS, "children"), prevent_initial_call=True)
+    def zoom(relayout, _reset, run, frame, workers):
         parsed = (None, None) if ctx.triggered_id == "timeline-reset" else parse_relayout(relayout)
-        return _redraw(state, run, (None, None) if parsed == "reset" else parsed, frame)
+        return _redraw(state, run, (None, None) if parsed == "reset" else parsed, frame, workers)
 
     @app.callback(Output("timeline", "figure", allow_duplicate=True),
                   Output("timeline-status", "children", allow_duplicate=True), Output("stack-panel", "children"),
+                  Output(page_pod.SHOWN_WORKERS, "children", allow_duplicate=True),
                   Input("gaps-table", "cellClicked"), State("session-run", "data"),
-                  State("flame-selection", "children"), prevent_initial_call=True)
-    def show_gap(clicked, run, frame):
+                  State("flame-selection", "children"), State(page_pod.SHOWN_WORKERS, "children"),
+                  prevent_initial_call=True)
+    def show_gap(clicked, run, frame, workers):
         row_id = clicked.get("rowId") if isinstance(clicked, dict) else None
         try:
             gaps = state.gaps(run)
             rng, stack = gap_range(gaps, row_id), gap_stack(state.entry(run).analysis, gaps, row_id)
+            workers = page_pod.with_gap_worker(state, run, workers, row_id)  # its lanes shown
         except XlaprofError:
-            return no_update, GONE, no_update
-        return *_redraw(state, run, rng, frame), ui.stack_panel(stack)  # a bad row id: _redraw changes nothing
+            return no_update, GONE, no_update, no_update
+        # a bad row id: _redraw changes nothing
+        return *_redraw(state, run, rng, frame, workers), ui.stack_panel(stack), workers
 
     @app.callback(Output("gaps-table", "getRowsResponse"), Output("gaps-info", "children"),
                   Input("gaps-table", "getRowsRequest"), State("session-run", "data"), prevent_initial_call=True)
@@ -209,7 +220,8 @@ def register(app: Dash, state: AppState) -> None:
         info = f"{result.matching:,} gaps" + (f" ({result.problem})" if result.problem else "")
         return rows_response(result.rows, result.matching), info
 
-    page_stacks.register(app, state, lambda run, frame: _redraw(state, run, (None, None), frame))
+    page_stacks.register(app, state, lambda run, frame, workers: _redraw(state, run, (None, None), frame, workers))
+    page_pod.register(app, state, lambda run, rng, frame, workers: _redraw(state, run, rng, frame, workers))
 
     @app.callback(Output("compile-detail", "children"), Input("compiles-table", "cellClicked"),
                   State("session-run", "data"), prevent_initial_call=True)

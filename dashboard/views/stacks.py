@@ -10,6 +10,10 @@ Contract:
   frames below the user's line included), the line's text when the file is readable here; a gap
   without a stack says so and names its span's line. ``None`` for a bad id.
 - ``finding_stack(finding)``: a finding's stack (outermost frame down to its line) as ``StackLine``s.
+- ``finding_library_lines(finding)``: for a finding at the user's call into a library
+  (``Finding.inside``), the library lines behind it as ``LibraryLineRow``s, costliest first: the
+  short line, its full ``file:line``, its text, how many reads (a read finding) or gap pieces, and
+  the idle time; empty for any other finding.
 - ``idle_line_rows(analysis)``: the rows of the "Idle time by Python line" table
   (``SessionAnalysis.idle_by_line``, largest first).
 """
@@ -20,9 +24,16 @@ from dataclasses import dataclass
 from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.gap_table import GapColumns, gap_piece
 from xlaprof.analysis import SessionAnalysis
+from xlaprof.analysis.advice import FindingKind
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.findings import Finding
-from xlaprof.analysis.frames import Frame, PyStack, line_text, parse_stack, short_location
+from xlaprof.analysis.frames import (
+    Frame,
+    PyStack,
+    line_text,
+    parse_stack,
+    short_location,
+)
 from xlaprof.framework_files import is_framework_file
 from xlaprof.units import format_duration
 
@@ -42,6 +53,15 @@ class GapStack:
     source: str | None  # "file:line" the gap is charged to (its stack's line, else its span's)
     code: str | None  # that line's text, when the file is readable here
     lines: list[StackLine]  # outermost first; empty when no stack was sampled
+
+
+@dataclass(frozen=True)
+class LibraryLineRow:
+    label: str  # "sched.py:374"
+    source: str  # the full "file:line"
+    code: str | None  # the line's text, when the file is readable here
+    count: str  # "216 reads" (a read finding) or "3 gap pieces"
+    lost: str  # its idle time, formatted
 
 
 def short_frame(frame: str) -> str:
@@ -77,6 +97,13 @@ def gap_stack(analysis: SessionAnalysis, gaps: GapColumns, gap_id: object) -> Ga
 
 def finding_stack(finding: Finding) -> list[StackLine]:
     return stack_lines(parse_stack("\n".join(finding.stack))) if finding.stack else []
+
+
+def finding_library_lines(finding: Finding) -> list[LibraryLineRow]:
+    unit = "read" if finding.kind is FindingKind.TRANSFER_FROM_DEVICE else "gap piece"
+    return [LibraryLineRow(short_location(line.source), line.source, line.code,
+                           f"{line.pieces:,} {unit}{'' if line.pieces == 1 else 's'}", format_duration(line.lost_us))
+            for line in finding.inside]
 
 
 def idle_line_rows(analysis: SessionAnalysis) -> list[dict]:

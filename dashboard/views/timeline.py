@@ -14,6 +14,8 @@ Contract:
   (``WorkerAnalysis.piece_place``: the Python line of its stack, else its span's).
 - ``only_gaps(timeline, keep)``: the same lanes with only the idle items whose gap id ``keep``
   (bool per gap id) keeps, e.g. the gaps under a flame graph frame; the rest is unchanged.
+- ``only_workers(timeline, workers)``: the same timeline with only the lanes of the workers labelled
+  ``workers`` (a pod's timeline shows a few workers at a time); its extent stays the session's.
 - ``view(timeline, x0, x1, config)`` returns the ``TimelineView`` to draw for ``[x0, x1]`` (us).
   A lane with at most ``config.max_raw`` items in the range is drawn item by item, each with a
   hover text (name, span, source, duration). A busier lane is aggregated into ``config.bins``
@@ -153,6 +155,11 @@ def only_gaps(timeline: SessionTimeline, keep: np.ndarray) -> SessionTimeline:
     return SessionTimeline(lanes, timeline.extent)
 
 
+def only_workers(timeline: SessionTimeline, workers: list[str]) -> SessionTimeline:
+    wanted = set(workers)
+    return SessionTimeline([lane for lane in timeline.lanes if lane.worker.worker.label in wanted], timeline.extent)
+
+
 def _host_lane(label: str, events: EventSet, code: int, names: list[str], w: WorkerAnalysis,
                offset: float) -> Lane:
     ev = w.host.plane.events
@@ -214,7 +221,7 @@ def view(timeline: SessionTimeline, x0: float | None = None, x1: float | None = 
             parts.append((np.full(idx.size, k, np.int32), lane.start[idx], lane.end[idx], lane.category[idx],
                           np.ones(idx.size), [_hover(lane, int(i)) for i in idx]))
     columns = list(zip(*parts)) if parts else [[]] * 6
-    cat = lambda arrays, dtype: np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype)  # noqa: E731
+    cat = lambda arrays, dtype: np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype)
     return TimelineView(x0, x1, [lane.label for lane in timeline.lanes], cat(columns[0], np.int32),
                         cat(columns[1], np.float64), cat(columns[2], np.float64), cat(columns[3], np.int8),
                         cat(columns[4], np.float64), [h for hs in columns[5] for h in hs], binned)

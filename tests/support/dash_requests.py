@@ -60,7 +60,8 @@ def browse(base_url: str, run: str, callbacks: list[tuple[str, list]], zoom_ms: 
         _request(callback, callback_body(zoom, [("timeline", "relayoutData", {"xaxis.range[0]": zoom_ms[0],
                                                                              "xaxis.range[1]": zoom_ms[1]}),
                                                 ("timeline-reset", "n_clicks", None)],
-                                         state=[("session-run", "data", run), ("flame-selection", "children", None)])),
+                                         state=[("session-run", "data", run), ("flame-selection", "children", None),
+                                                ("timeline-workers", "children", None)])),
         _request(callback, callback_body(gaps, [("gaps-table", "getRowsRequest", {
             "startRow": 15, "endRow": 30, "sortModel": [{"colId": "dur_ms", "sort": "desc"}], "filterModel": {}})],
                                          state=[("session-run", "data", run)])),

@@ -149,13 +149,15 @@ GAPS = "..gaps-table.getRowsResponse...gaps-info.children.."
 
 def zoom(client, relayout, run="train", reset=None, frame=None):
     return call(client, ZOOM, [("timeline", "relayoutData", relayout), ("timeline-reset", "n_clicks", reset)],
-                state=[("session-run", "data", run), ("flame-selection", "children", frame)],
+                state=[("session-run", "data", run), ("flame-selection", "children", frame),
+                       ("timeline-workers", "children", None)],
                 changed="timeline-reset.n_clicks" if reset else None)
 
 
 def click_gap(client, cell, run="train", frame=None):
     return call(client, GAP_CLICK, [("gaps-table", "cellClicked", cell)],
-                state=[("session-run", "data", run), ("flame-selection", "children", frame)])
+                state=[("session-run", "data", run), ("flame-selection", "children", frame),
+                       ("timeline-workers", "children", None)])
 
 
 def figure_range(text: str) -> list[float]:

@@ -12,9 +12,13 @@ one gap [0, 50] in its span ``warmup`` (``/w/v.py:7``).
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from plotly.utils import PlotlyJSONEncoder
 
+from dashboard.components import TOP_FINDINGS, findings_list
 from dashboard.views.flame import (
     HERE,
     OTHER,
@@ -27,7 +31,15 @@ from dashboard.views.flame import (
     idle_flame,
 )
 from dashboard.views.gap_table import gap_columns, gap_page, gap_piece
-from dashboard.views.stacks import StackLine, finding_stack, gap_stack, idle_line_rows, short_frame
+from dashboard.views.stacks import (
+    LibraryLineRow,
+    StackLine,
+    finding_library_lines,
+    finding_stack,
+    gap_stack,
+    idle_line_rows,
+    short_frame,
+)
 from dashboard.views.timeline import only_gaps, session_timeline, view
 from tests.support.synthetic import XSpaceBuilder, add_stack_samples, write_session
 from xlaprof.analysis import analyze
@@ -187,6 +199,13 @@ def test_idle_by_line_rows_and_findings_stacks(analysis, library):
     finding = next(f for f in analysis.findings if f.inside and f.inside[0].source == f"{library}:3")
     assert finding.source == "/w/train.py:20" and finding.inside[0].code == LIBRARY_LINE
     assert [line.label for line in finding_stack(finding)] == ["train.py:10 <module>", "train.py:20 step"]
+    # The dashboard lists that line under the finding: short line, its text, gap pieces and time.
+    assert finding_library_lines(finding) == [
+        LibraryLineRow("sched.py:3", f"{library}:3", LIBRARY_LINE, "1 gap piece", "1.0 ms")]
+    assert all(finding_library_lines(f) == [] for f in analysis.findings if not f.inside)
+    drawn = json.dumps(findings_list(analysis.findings).to_plotly_json(), cls=PlotlyJSONEncoder)
+    assert drawn.count("finding-inside") == sum(1 for f in analysis.findings[:TOP_FINDINGS] if f.inside) == 1
+    assert json.dumps(LIBRARY_LINE)[1:-1] in drawn and "sched.py:3" in drawn
 
 
 def test_a_click_on_the_icicle_selects_a_frame_and_anything_else_nothing(library):

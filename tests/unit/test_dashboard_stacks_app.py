@@ -52,7 +52,7 @@ def select(setup, click, clear=None, run="sampled", selected=None):
 
 def apply(setup, frame, model=None, run="sampled"):
     return post(setup, "flame-selection.children", [("flame-selection", "children", frame)],
-                [("gaps-table", "filterModel", model), ("session-run", "data", run)])
+                [("gaps-table", "filterModel", model), ("session-run", "data", run), ("timeline-workers", "children", None)])
 
 
 def idle_lanes(figure: dict) -> dict[str, set[str]]:
@@ -115,7 +115,8 @@ def test_a_selected_frame_filters_the_gaps_grid_and_the_timeline(setup):
     # A zoom keeps the selection; clearing it brings every gap back and drops only the stack filter.
     zoom = post(setup, "timeline.relayoutData", [("timeline", "relayoutData", {"xaxis.autorange": True}),
                                                  ("timeline-reset", "n_clicks", None)],
-                [("session-run", "data", "sampled"), ("flame-selection", "children", LOG_LOSS)])[1]
+                [("session-run", "data", "sampled"), ("flame-selection", "children", LOG_LOSS),
+                 ("timeline-workers", "children", None)])[1]
     assert idle_lanes(zoom["timeline"]["figure"]) == {"transfer_from_device": {"TPU:0", "TPU:1"}}
     cleared = apply(setup, None, model)[1]
     assert cleared["gaps-table"]["filterModel"] == user_filter
@@ -129,7 +130,8 @@ def test_a_clicked_gap_shows_its_stack_beside_the_timeline(setup):
     gaps = state.gaps("sampled")
     read = next(i for i in range(len(gaps)) if gaps.labels["stack"][1][gaps.labels["stack"][0][i]] == LOG_LOSS)
     status, response = post(setup, "gaps-table.cellClicked", [("gaps-table", "cellClicked", {"rowId": str(read)})],
-                            [("session-run", "data", "sampled"), ("flame-selection", "children", None)])
+                            [("session-run", "data", "sampled"), ("flame-selection", "children", None),
+                             ("timeline-workers", "children", None)])
     assert status == 200
     panel = json.dumps(response["stack-panel"]["children"])
     assert "idle on TPU:" in panel and "transfer_from_device" in panel
@@ -138,4 +140,5 @@ def test_a_clicked_gap_shows_its_stack_beside_the_timeline(setup):
     assert panel.count("frame frame-user") == 3 and panel.count("frame frame-framework") == 1
     assert panel.count("frame-source") == 1
     assert post(setup, "gaps-table.cellClicked", [("gaps-table", "cellClicked", {"rowId": "x"})],
-                [("session-run", "data", "sampled"), ("flame-selection", "children", None)])[0] == 204
+                [("session-run", "data", "sampled"), ("flame-selection", "children", None),
+                             ("timeline-workers", "children", None)])[0] == 204

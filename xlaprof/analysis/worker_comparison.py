@@ -10,6 +10,8 @@ Contract: ``compare_workers(workers)`` returns a ``WorkerComparison``:
 - ``stragglers``: the workers whose median step is more than ``STRAGGLER_RATIO`` times the
   median of all workers' medians, slowest first, each with how much slower and the idle cause
   that dominates its steps (why it is slow). Empty with fewer than two workers with steps.
+``common_step_rows(workers)``: the step numbers every one of ``workers`` (with steps) ran, sorted,
+and per worker the row of each in its ``StepTable`` (the views' grid of workers x steps).
 Times in microseconds; workers are named by their label (``host:port``). ``workers`` are the
 ``WorkerSummary``s of a session.
 """
@@ -68,13 +70,20 @@ def compare_workers(workers: list) -> WorkerComparison:
     return WorkerComparison(_align(stepped), per_worker, _stragglers(stepped, per_worker), _slowest(stepped))
 
 
+def common_step_rows(workers: list) -> tuple[np.ndarray, list[np.ndarray]]:
+    if not workers:
+        return np.zeros(0, np.int64), []
+    common = np.unique(workers[0].steps.step)
+    for w in workers[1:]:
+        common = np.intersect1d(common, w.steps.step)
+    return common, [_rows_of(w.steps.step, common) for w in workers]
+
+
 def _slowest(workers: list) -> dict[str, int]:
     if len(workers) < 2:
         return {}
-    common = workers[0].steps.step
-    for w in workers[1:]:
-        common = np.intersect1d(common, w.steps.step)
-    walls = np.stack([w.steps.wall_us[_rows_of(w.steps.step, common)] for w in workers])
+    common, rows = common_step_rows(workers)
+    walls = np.stack([w.steps.wall_us[r] for w, r in zip(workers, rows)])
     counts = np.bincount(walls.argmax(axis=0), minlength=len(workers)) if common.size else np.zeros(len(workers), int)
     found = {w.worker.label: int(n) for w, n in zip(workers, counts) if n}
     return dict(sorted(found.items(), key=lambda kv: -kv[1]))
