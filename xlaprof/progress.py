@@ -38,3 +38,9 @@ class QuietBar:
 
     def close(self) -> None:
         pass
+
+    def __enter__(self) -> QuietBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
