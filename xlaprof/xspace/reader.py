@@ -23,19 +23,25 @@ Contract:
 """
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from xlaprof.errors import BadProfileError
-from xlaprof.xspace import vocabulary, wire
+from xlaprof.xspace import schema, vocabulary, wire
 from xlaprof.xspace.events import EventTable, IntColumn, Line, Plane, StatTable
+from xlaprof.xspace.file_index import PlaneIndex, index_space, line_pieces
 
 PROFILE_START_STAT = "profile_start_time"
 PROFILE_STOP_STAT = "profile_stop_time"
-CHUNK_EVENTS = 262_144  # events decoded at once (bounds the decoder's temporary arrays)
+CHUNK_BYTES = 4 * 2**20  # a line's encoding is read and decoded this much at a time
 TASK_ENVIRONMENT_PLANE = "Task Environment"
+
+
+class _CorruptEvent(ValueError):
+    """Wire bytes of an event (not of the file's structure) that do not decode."""
 
 
 @dataclass
@@ -57,30 +63,46 @@ class XSpaceData:
 
 
 def read_xspace(data: bytes, *, source: str = "<bytes>") -> XSpaceData:
-    space = wire.XSpaceRaw()
-    if not data:
+    """The capture in ``data`` (a whole file's bytes)."""
+    return read_xspace_file(io.BytesIO(data), len(data), source=source)
+
+
+def read_xspace_file(handle, size: int, *, source: str, chunk_bytes: int = CHUNK_BYTES) -> XSpaceData:
+    """The capture in the seekable binary file ``handle`` of ``size`` bytes, read a line's piece of
+    at most about ``chunk_bytes`` at a time."""
+    if not size:
         raise BadProfileError(f"{source}: the file is empty, not a profile capture")
     try:
-        space.ParseFromString(data)
+        index = index_space(handle, size)
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise BadProfileError(
             f"{source}: not a readable XSpace profile (corrupt or truncated: {exc})") from None
-    if not space.planes or not any(p.name for p in space.planes):
+    headers = [p.header for p in index.planes]
+    if not headers or not any(h.name for h in headers):
         raise BadProfileError(f"{source}: no profile planes in the file (not an XSpace capture?)")
-    start_ns, stop_ns = _profile_times(space)
-    earliest_ns = _earliest_line_ns(space)
+    start_ns, stop_ns = _profile_times(headers)
+    try:
+        read = [_read_plane(handle, p, chunk_bytes) for p in index.planes if p.header.name != TASK_ENVIRONMENT_PLANE]
+    except _CorruptEvent as exc:
+        raise BadProfileError(f"{source}: not a readable XSpace profile (corrupt event: {exc})") from None
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise BadProfileError(
+            f"{source}: not a readable XSpace profile (corrupt or truncated: {exc})") from None
+    stamps = [ts for _, line_ns, counts in read for ts, n in zip(line_ns, counts) if n]
+    earliest_ns = min(stamps) if stamps else 0
     origin_ns = start_ns or earliest_ns
     # The profiler normally rewrites line timestamps relative to the profile start; older or
     # hand-made captures keep them absolute (ns since the epoch).
     normalized = start_ns > 0 and earliest_ns < start_ns // 2
     line_base_ns = 0 if normalized else origin_ns
+    for plane, line_ns, _ in read:
+        if len(plane.events):  # offsets within their line, until now
+            shift = np.array([(ts - line_base_ns) * 1e-3 for ts in line_ns], np.float64)
+            plane.events.start_us[:] += shift[plane.events.line]
     window = (0.0, (stop_ns - start_ns) * 1e-3) if start_ns and stop_ns > start_ns else None
-    try:
-        planes = [_read_plane(p, line_base_ns) for p in space.planes if p.name != TASK_ENVIRONMENT_PLANE]
-    except ValueError as exc:
-        raise BadProfileError(f"{source}: not a readable XSpace profile (corrupt event: {exc})") from None
-    return XSpaceData(source, planes, list(space.hostnames), origin_ns, window,
-                      list(space.errors), list(space.warnings))
+    rest = index.rest
+    return XSpaceData(source, [plane for plane, _, _ in read], list(rest.hostnames), origin_ns, window,
+                      list(rest.errors), list(rest.warnings))
 
 
 def _stat_value(stat, stat_names: dict[int, str]):
@@ -92,10 +114,10 @@ def _stat_value(stat, stat_names: dict[int, str]):
     return getattr(stat, kind)
 
 
-def _profile_times(space) -> tuple[int, int]:
+def _profile_times(headers: list) -> tuple[int, int]:
     """(start, stop) in ns since the epoch from the Task Environment plane; 0 where absent."""
     found = {PROFILE_START_STAT: 0, PROFILE_STOP_STAT: 0}
-    for plane in space.planes:
+    for plane in headers:
         if plane.name != TASK_ENVIRONMENT_PLANE:
             continue
         names = {k: v.name for k, v in plane.stat_metadata.items()}
@@ -106,12 +128,10 @@ def _profile_times(space) -> tuple[int, int]:
     return found[PROFILE_START_STAT], found[PROFILE_STOP_STAT]
 
 
-def _earliest_line_ns(space) -> int:
-    stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if len(line.events)]
-    return min(stamps) if stamps else 0
-
-
-def _read_plane(plane, line_base_ns: int) -> Plane:
+def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, list[int], list[int]]:
+    """The plane, its events' ``start_us`` still measured from their line's timestamp; with each
+    line's timestamp (ns) and event count (aggregated events included)."""
+    plane = index.header
     metadata_ids = sorted(plane.event_metadata.keys())
     names = [plane.event_metadata[i].name or plane.event_metadata[i].display_name
              for i in metadata_ids]
@@ -126,29 +146,44 @@ def _read_plane(plane, line_base_ns: int) -> Plane:
     int_stat_ids = np.array([k for k, name in stat_names.items() if name in vocabulary.INT_STAT_COLUMNS], np.int64)
 
     lines: list[Line] = []
-    columns: list[tuple] = []  # per chunk: (line, metadata id, start_us, dur_us)
-    stat_parts: list[tuple[np.ndarray, np.ndarray, list]] = []  # per chunk: (row, key, values)
-    int_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per chunk: (stat id, row, value)
+    line_ns: list[int] = []
+    counts: list[int] = []
+    columns: list[tuple] = []  # per piece: (line, metadata id, offset_us, dur_us)
+    stat_parts: list[tuple[np.ndarray, np.ndarray, list]] = []  # per piece: (row, key, values)
+    int_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per piece: (stat id, row, value)
     base_row = 0
-    for line_index, line, chunk in _chunks(plane.lines, lines):
-        raw = wire.decode_events(chunk)
-        keep = ~raw.aggregated
-        count = int(keep.sum())
-        columns.append((np.full(count, line_index, np.int32), raw.metadata_id[keep],
-                        (line.timestamp_ns - line_base_ns) * 1e-3 + raw.offset_ps[keep] * 1e-6,
-                        raw.duration_ps[keep] * 1e-6))
-        if want_stats and raw.stat_event.size:
-            # Rows of the kept events; stats of aggregated events go with them.
-            row_of = np.cumsum(keep) - 1 + base_row
-            # In encoding order (the wire walk yields them by field position), with their row.
-            with_row = np.argsort(raw.stat_start, kind="stable")
-            with_row = with_row[keep[raw.stat_event[with_row]]]
-            lead = wire.leading_stat_ids(raw.buffer, raw.stat_start[with_row], raw.stat_len[with_row])
-            stat_parts.append(_line_stats(raw, with_row, lead, row_of, stat_names, stat_keys,
-                                          wanted_stat_ids, snapshot_ids))
-            if int_stat_ids.size:
-                int_parts.append(_int_stats(raw, with_row, lead, row_of, int_stat_ids))
-        base_row += count
+    for line_index, (offset, length) in enumerate(index.lines):
+        header: list[bytes] = []
+        count = 0
+        for buf, starts, ends, others in line_pieces(handle, offset, length, chunk_bytes):
+            header.extend(buf[a:b].tobytes() for a, b in others)
+            if not starts.size:
+                continue
+            count += starts.size
+            try:
+                raw = wire.decode_events(buf, starts, ends)
+            except ValueError as exc:
+                raise _CorruptEvent(str(exc)) from None
+            keep = ~raw.aggregated
+            kept = int(keep.sum())
+            columns.append((np.full(kept, line_index, np.int32), raw.metadata_id[keep],
+                            raw.offset_ps[keep] * 1e-6, raw.duration_ps[keep] * 1e-6))
+            if want_stats and raw.stat_event.size:
+                # Rows of the kept events; stats of aggregated events go with them.
+                row_of = np.cumsum(keep) - 1 + base_row
+                # In encoding order (the wire walk yields them by field position), with their row.
+                with_row = np.argsort(raw.stat_start, kind="stable")
+                with_row = with_row[keep[raw.stat_event[with_row]]]
+                lead = wire.leading_stat_ids(raw.buffer, raw.stat_start[with_row], raw.stat_len[with_row])
+                stat_parts.append(_line_stats(raw, with_row, lead, row_of, stat_names, stat_keys,
+                                              wanted_stat_ids, snapshot_ids))
+                if int_stat_ids.size:
+                    int_parts.append(_int_stats(raw, with_row, lead, row_of, int_stat_ids))
+            base_row += kept
+        line = schema.XLine.FromString(b"".join(header))
+        lines.append(Line(line.id, line.name, line.display_name or line.name))
+        line_ns.append(line.timestamp_ns)
+        counts.append(count)
 
     if columns:
         line_col, meta, start_us, dur_us = (np.concatenate(c) for c in zip(*columns))
@@ -173,18 +208,8 @@ def _read_plane(plane, line_base_ns: int) -> Plane:
     metadata_stats = {index: {stat_names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, stat_names)
                               for s in plane.event_metadata[i].stats}
                       for index, i in enumerate(metadata_ids) if len(plane.event_metadata[i].stats)}
-    return Plane(plane.name, lines, names, table, stats, plane_stats, _int_columns(int_parts, stat_names),
-                 metadata_stats, id_lookup)
-
-
-def _chunks(xlines, lines: list[Line]):
-    """(line index, line, events) in chunks of at most CHUNK_EVENTS, filling ``lines`` on the way:
-    decoding temporaries stay bounded however long a line is."""
-    for line_index, line in enumerate(xlines):
-        lines.append(Line(line.id, line.name, line.display_name or line.name))
-        count = len(line.events)
-        for lo in range(0, count, CHUNK_EVENTS):
-            yield line_index, line, line.events[lo:lo + CHUNK_EVENTS]
+    return (Plane(plane.name, lines, names, table, stats, plane_stats, _int_columns(int_parts, stat_names),
+                  metadata_stats, id_lookup), line_ns, counts)
 
 
 def _int_stats(raw: wire.RawEvents, candidates: np.ndarray, lead: np.ndarray, row_of: np.ndarray,
