@@ -148,7 +148,8 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
     lines: list[Line] = []
     line_ns: list[int] = []
     counts: list[int] = []
-    columns: list[tuple] = []  # per piece: (line, metadata id, offset_us, dur_us)
+    columns: tuple[list, ...] = ([], [], [], [])  # per piece: line, name, offset_us (start_us to be), dur_us
+    unknown = False  # events whose metadata is missing
     stat_parts: list[tuple[np.ndarray, np.ndarray, list]] = []  # per piece: (row, key, values)
     int_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per piece: (stat id, row, value)
     base_row = 0
@@ -166,8 +167,14 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
                 raise _CorruptEvent(str(exc)) from None
             keep = ~raw.aggregated
             kept = int(keep.sum())
-            columns.append((np.full(kept, line_index, np.int32), raw.metadata_id[keep],
-                            raw.offset_ps[keep] * 1e-6, raw.duration_ps[keep] * 1e-6))
+            name_index = np.searchsorted(id_lookup, raw.metadata_id[keep]).astype(np.int32)
+            known = name_index < len(id_lookup)
+            known[known] = id_lookup[name_index[known]] == raw.metadata_id[keep][known]
+            name_index[~known] = len(names)  # a visible placeholder: "<unknown event>"
+            unknown |= not known.all()
+            for column, part in zip(columns, (np.full(kept, line_index, np.int32), name_index,
+                                              raw.offset_ps[keep] * 1e-6, raw.duration_ps[keep] * 1e-6)):
+                column.append(part)
             if want_stats and raw.stat_event.size:
                 # Rows of the kept events; stats of aggregated events go with them.
                 row_of = np.cumsum(keep) - 1 + base_row
@@ -185,16 +192,10 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
         line_ns.append(line.timestamp_ns)
         counts.append(count)
 
-    if columns:
-        line_col, meta, start_us, dur_us = (np.concatenate(c) for c in zip(*columns))
-        name_index = np.searchsorted(id_lookup, meta).astype(np.int32)
-        unknown = (name_index >= len(id_lookup)) | (id_lookup[np.minimum(name_index, len(id_lookup) - 1)] != meta) \
-            if len(id_lookup) else np.ones(meta.shape, bool)
-        if unknown.any():
-            # Events whose metadata is missing keep a visible placeholder name.
+    if columns[0]:
+        if unknown:
             names = names + ["<unknown event>"]
-            name_index[unknown] = len(names) - 1
-        table = EventTable(line_col, name_index, start_us, dur_us)
+        table = EventTable(*(_concatenate(parts) for parts in columns))
     else:
         table = EventTable.empty()
     if stat_parts:
@@ -210,6 +211,13 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
                       for index, i in enumerate(metadata_ids) if len(plane.event_metadata[i].stats)}
     return (Plane(plane.name, lines, names, table, stats, plane_stats, _int_columns(int_parts, stat_names),
                   metadata_stats, id_lookup), line_ns, counts)
+
+
+def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts as one array, each released once copied (a column's peak: itself and its parts)."""
+    whole = np.concatenate(parts)
+    parts.clear()
+    return whole
 
 
 def _int_stats(raw: wire.RawEvents, candidates: np.ndarray, lead: np.ndarray, row_of: np.ndarray,
