@@ -17,6 +17,7 @@ Contract:
 - ``write_before_after(logdir)`` writes two sessions of one job, ``before`` (a blocking read in
   ``log_loss`` every step) and ``after`` (the read removed, captured on another port), for the
   comparison's tests; returns their run dirs.
+- ``varint(n)``: a protobuf varint, for wire bytes written by hand.
 """
 from __future__ import annotations
 
@@ -32,6 +33,16 @@ from xlaprof.xspace.reader import PROFILE_START_STAT, PROFILE_STOP_STAT, TASK_EN
 
 # An arbitrary but realistic profile start: 2024-01-01, ns since the epoch.
 DEFAULT_START_NS = 1_704_067_200_000_000_000
+
+
+def varint(n: int) -> bytes:
+    """``n`` as a protobuf varint, for tests that encode wire bytes by hand."""
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
 
 
 def _intern(ids: dict[str, int], metadata, name: str) -> int:

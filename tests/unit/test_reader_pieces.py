@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.support.synthetic import training_capture
+from tests.support.synthetic import training_capture, varint
 from tests.support.workers import REPO
 from xlaprof.xspace import schema
 from xlaprof.xspace.reader import TASK_ENVIRONMENT_PLANE, read_xspace, read_xspace_file
@@ -61,17 +61,9 @@ def test_pieces_of_any_size_give_the_events_of_the_whole_file(chunk_bytes):
             == [r[3] for r in rows]
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
 
 def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def _write_big_capture(path: str, events: int) -> int:
@@ -89,10 +81,10 @@ def _write_big_capture(path: str, events: int) -> int:
     metadata.event_metadata[1].name = "fusion.1"
     metadata.stat_metadata[1].name = "hlo_op"
     tail = metadata.SerializeToString()
-    line_field_head = _varint(3 << 3 | 2) + _varint(line_length)
+    line_field_head = varint(3 << 3 | 2) + varint(line_length)
     plane_length = len(line_field_head) + line_length + len(tail)
     with open(path, "wb") as handle:
-        handle.write(_varint(1 << 3 | 2) + _varint(plane_length) + line_field_head + head)
+        handle.write(varint(1 << 3 | 2) + varint(plane_length) + line_field_head + head)
         for _ in range(events // block):
             handle.write(body)
         handle.write(tail)
