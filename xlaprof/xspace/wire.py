@@ -70,8 +70,13 @@ def _words(buf: np.ndarray) -> np.ndarray:
     return np.ndarray((buf.size - 7,), "<u8", buf, 0, (1,))
 
 
-_LOW7 = [np.uint64(0x7F << (8 * i)) for i in range(8)]
 _STOP_BITS = np.uint64(0x8080808080808080)
+_ONE = np.uint64(1)
+# Packing the 7-bit groups of a word: pairs of bytes, then of 14-bit groups, then of 28-bit groups.
+_PACK = [(np.uint64(shift), np.uint64(low), np.uint64(high)) for shift, low, high in (
+    (1, 0x007F007F007F007F, 0x3F803F803F803F80),
+    (2, 0x00003FFF00003FFF, 0x0FFFC0000FFFC000),
+    (4, 0x000000000FFFFFFF, 0x00FFFFFFF0000000))]
 
 
 def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,21 +86,21 @@ def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     each; longer ones byte by byte."""
     word = _words(buf)[pos]
     stops = ~word & _STOP_BITS
-    lowest = stops & (~stops + np.uint64(1))  # the first byte without a continuation bit
+    lowest = stops & (~stops + _ONE)  # the stop bit of the first byte without a continuation bit
     short = stops != 0
-    # lowest is 0x80 << 8k for a (k+1)-byte varint; k from its float64 exponent (7 + 8k).
-    exponent = (lowest.astype(np.float64).view(np.int64) >> 52) - 1023
-    length = np.where(short, (exponent - 7) // 8 + 1, 0)
-    keep = np.where(length >= 8, np.uint64(0xFFFFFFFFFFFFFFFF),
-                    (np.uint64(1) << (np.uint64(8) * length.astype(np.uint64))) - np.uint64(1))
-    word &= keep
-    value = word & _LOW7[0]
-    for i in range(1, 8):
-        value |= (word & _LOW7[i]) >> np.uint64(i)
+    # lowest is 0x80 << 8k for a (k+1)-byte varint: its float64 exponent is 7 + 8k.
+    length = ((lowest.astype(np.float64).view(np.int64) >> 52) - 1022) >> 3
+    word &= (lowest << _ONE) - _ONE  # the varint's own bytes (all 8 where it is longer)
+    word &= ~_STOP_BITS
+    for shift, low, high in _PACK:
+        packed = word >> shift
+        packed &= high
+        word &= low
+        word |= packed
     long = np.flatnonzero(~short)
     if long.size:
-        value[long], length[long] = _long_varints(buf, pos[long])
-    return value, length
+        word[long], length[long] = _long_varints(buf, pos[long])
+    return word, length
 
 
 def _tags(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
