@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.support.synthetic import training_capture, varint
+from tests.support.synthetic import training_capture, write_wide_capture
 from tests.support.workers import REPO
 from xlaprof.xspace import schema
 from xlaprof.xspace.reader import TASK_ENVIRONMENT_PLANE, read_xspace, read_xspace_file
@@ -62,35 +62,6 @@ def test_pieces_of_any_size_give_the_events_of_the_whole_file(chunk_bytes):
 
 
 
-def _field(number: int, payload: bytes) -> bytes:
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def _write_big_capture(path: str, events: int) -> int:
-    """A TPU plane of one line of ``events`` ops, each with a 100-byte ``hlo_op`` stat (which the
-    reader skips on device planes): about 120 bytes an event in the file, 24 in the reader's
-    columns. Written as a stream, in blocks: returns the file's size."""
-    stat = schema.XStat(metadata_id=1, str_value="x" * 100)
-    block = 10_000
-    encoded = [_field(4, schema.XEvent(metadata_id=1, offset_ps=1000 * i, duration_ps=500, stats=[stat])
-                      .SerializeToString()) for i in range(block)]
-    body = b"".join(encoded)
-    head = schema.XLine(id=1, name="XLA Ops", timestamp_ns=1000).SerializeToString()
-    line_length = len(head) + len(body) * (events // block)
-    metadata = schema.XPlane(name="/device:TPU:0")
-    metadata.event_metadata[1].name = "fusion.1"
-    metadata.stat_metadata[1].name = "hlo_op"
-    tail = metadata.SerializeToString()
-    line_field_head = varint(3 << 3 | 2) + varint(line_length)
-    plane_length = len(line_field_head) + line_length + len(tail)
-    with open(path, "wb") as handle:
-        handle.write(varint(1 << 3 | 2) + varint(plane_length) + line_field_head + head)
-        for _ in range(events // block):
-            handle.write(body)
-        handle.write(tail)
-    return os.path.getsize(path)
-
-
 _READ_AND_MEASURE = """
 import json, resource, sys
 from xlaprof.session import Session
@@ -106,7 +77,7 @@ print(json.dumps({"events": len(plane), "last_start_us": float(plane.events.star
 def test_a_capture_of_hundreds_of_mb_is_read_in_bounded_memory(tmp_path):
     events = 2_000_000
     path = str(tmp_path / "big_9012.xplane.pb")
-    size = _write_big_capture(path, events)
+    size = write_wide_capture(path, events)
     assert size > 200 * 10**6
     done = subprocess.run([sys.executable, "-c", _READ_AND_MEASURE, path], capture_output=True, text=True,
                           cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
@@ -114,7 +85,7 @@ def test_a_capture_of_hundreds_of_mb_is_read_in_bounded_memory(tmp_path):
     found = json.loads(done.stdout)
     assert found["events"] == events
     assert found["last_start_us"] == pytest.approx(1e-6 * 1000 * (10_000 - 1))  # from the line's stamp
-    kept = events * (4 + 4 + 8 + 8)  # the four event columns
+    kept = events * (4 + 4 + 8 + 8)  # the four event columns (the file: about 120 bytes an event)
     grown = found["peak"] - found["before"]
     # Read whole, the file alone would add its size; in pieces: the columns and a fixed budget.
     assert grown < kept + 64 * 2**20, (grown / 2**20, kept / 2**20, size / 2**20)
