@@ -179,9 +179,10 @@ def decode_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> RawE
     count = starts.size
     fields = _fields(buf, starts, ends)
     stats = fields.number == _EVENT_STATS
+    aggregated = np.zeros(count, bool)
+    aggregated[fields.owner[fields.number == _EVENT_OCCURRENCES]] = True
     return RawEvents(buf, _last(fields, _EVENT_METADATA, count), _last(fields, _EVENT_OFFSET, count),
-                     _last(fields, _EVENT_DURATION, count),
-                     np.isin(np.arange(count), fields.owner[fields.number == _EVENT_OCCURRENCES]),
+                     _last(fields, _EVENT_DURATION, count), aggregated,
                      fields.owner[stats], fields.start[stats], fields.bits[stats].astype(np.int64))
 
 
