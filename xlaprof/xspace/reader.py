@@ -37,6 +37,7 @@ from xlaprof.xspace.file_index import PlaneIndex, index_space, line_pieces
 PROFILE_START_STAT = "profile_start_time"
 PROFILE_STOP_STAT = "profile_stop_time"
 CHUNK_BYTES = 4 * 2**20  # a line's encoding is read and decoded this much at a time
+COLUMN_BLOCK_BYTES = 32 * 2**20  # event columns grow by blocks of this size (see _Column)
 TASK_ENVIRONMENT_PLANE = "Task Environment"
 
 
@@ -88,20 +89,19 @@ def read_xspace_file(handle, size: int, *, source: str, chunk_bytes: int = CHUNK
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise BadProfileError(
             f"{source}: not a readable XSpace profile (corrupt or truncated: {exc})") from None
-    stamps = [ts for _, line_ns, counts in read for ts, n in zip(line_ns, counts) if n]
+    stamps = [ts for _, line_ns, counts, _ in read for ts, n in zip(line_ns, counts) if n]
     earliest_ns = min(stamps) if stamps else 0
     origin_ns = start_ns or earliest_ns
     # The profiler normally rewrites line timestamps relative to the profile start; older or
     # hand-made captures keep them absolute (ns since the epoch).
     normalized = start_ns > 0 and earliest_ns < start_ns // 2
     line_base_ns = 0 if normalized else origin_ns
-    for plane, line_ns, _ in read:
-        if len(plane.events):  # offsets within their line, until now
-            shift = np.array([(ts - line_base_ns) * 1e-3 for ts in line_ns], np.float64)
-            plane.events.start_us[:] += shift[plane.events.line]
+    for plane, line_ns, _, line_rows in read:  # starts measured from their line's stamp, until now
+        for ts, lo, hi in zip(line_ns, line_rows, line_rows[1:]):
+            plane.events.start_us[lo:hi] += (ts - line_base_ns) * 1e-3
     window = (0.0, (stop_ns - start_ns) * 1e-3) if start_ns and stop_ns > start_ns else None
     rest = index.rest
-    return XSpaceData(source, [plane for plane, _, _ in read], list(rest.hostnames), origin_ns, window,
+    return XSpaceData(source, [plane for plane, *_ in read], list(rest.hostnames), origin_ns, window,
                       list(rest.errors), list(rest.warnings))
 
 
@@ -128,9 +128,10 @@ def _profile_times(headers: list) -> tuple[int, int]:
     return found[PROFILE_START_STAT], found[PROFILE_STOP_STAT]
 
 
-def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, list[int], list[int]]:
+def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, list[int], list[int], list[int]]:
     """The plane, its events' ``start_us`` still measured from their line's timestamp; with each
-    line's timestamp (ns) and event count (aggregated events included)."""
+    line's timestamp (ns) and event count (aggregated events included), and where each line's rows
+    start (rows are in line order), the last followed by the row count."""
     plane = index.header
     metadata_ids = sorted(plane.event_metadata.keys())
     names = [plane.event_metadata[i].name or plane.event_metadata[i].display_name
@@ -148,12 +149,15 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
     lines: list[Line] = []
     line_ns: list[int] = []
     counts: list[int] = []
-    columns: tuple[list, ...] = ([], [], [], [])  # per piece: line, name, offset_us (start_us to be), dur_us
+    line_rows: list[int] = []
+    columns = tuple(_Column(t) for t in (np.int32, np.int32, np.float64, np.float64))  # line, name, offset_us
+    # (start_us to be), dur_us
     unknown = False  # events whose metadata is missing
     stat_parts: list[tuple[np.ndarray, np.ndarray, list]] = []  # per piece: (row, key, values)
     int_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per piece: (stat id, row, value)
     base_row = 0
     for line_index, (offset, length) in enumerate(index.lines):
+        line_rows.append(base_row)
         header: list[bytes] = []
         count = 0
         for buf, starts, ends, others in line_pieces(handle, offset, length, chunk_bytes):
@@ -174,7 +178,7 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
             unknown |= not known.all()
             for column, part in zip(columns, (np.full(kept, line_index, np.int32), name_index,
                                               raw.offset_ps[keep] * 1e-6, raw.duration_ps[keep] * 1e-6)):
-                column.append(part)
+                column.extend(part)
             if want_stats and raw.stat_event.size:
                 # Rows of the kept events; stats of aggregated events go with them.
                 row_of = np.cumsum(keep) - 1 + base_row
@@ -192,10 +196,10 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
         line_ns.append(line.timestamp_ns)
         counts.append(count)
 
-    if columns[0]:
+    if columns[0].rows:
         if unknown:
             names = names + ["<unknown event>"]
-        table = EventTable(*(_concatenate(parts) for parts in columns))
+        table = EventTable(*(column.finish() for column in columns))
     else:
         table = EventTable.empty()
     if stat_parts:
@@ -210,14 +214,38 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
                               for s in plane.event_metadata[i].stats}
                       for index, i in enumerate(metadata_ids) if len(plane.event_metadata[i].stats)}
     return (Plane(plane.name, lines, names, table, stats, plane_stats, _int_columns(int_parts, stat_names),
-                  metadata_stats, id_lookup), line_ns, counts)
+                  metadata_stats, id_lookup), line_ns, counts, [*line_rows, base_row])
 
 
-def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
-    """The parts as one array, each released once copied (a column's peak: itself and its parts)."""
-    whole = np.concatenate(parts)
-    parts.clear()
-    return whole
+class _Column:
+    """A column growing by pieces, kept in blocks of ``COLUMN_BLOCK_BYTES``: allocations that large
+    are mapped and unmapped whole, so the blocks freed while ``finish`` copies them into one array
+    go back to the system (small parts would leave the heap at its high-water mark: the columns'
+    size twice over)."""
+
+    def __init__(self, dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.block_rows = COLUMN_BLOCK_BYTES // self.dtype.itemsize
+        self.blocks: list[np.ndarray] = []
+        self.rows = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        while values.size:
+            at = self.rows % self.block_rows
+            if at == 0:
+                self.blocks.append(np.empty(self.block_rows, self.dtype))  # pages taken as filled
+            take = min(self.block_rows - at, values.size)
+            self.blocks[-1][at:at + take] = values[:take]
+            self.rows += take
+            values = values[take:]
+
+    def finish(self) -> np.ndarray:
+        whole = np.empty(self.rows, self.dtype)
+        for start in range(0, self.rows, self.block_rows):
+            block = self.blocks.pop(0)
+            whole[start:start + self.block_rows] = block[:min(self.block_rows, self.rows - start)]
+            del block
+        return whole
 
 
 def _int_stats(raw: wire.RawEvents, candidates: np.ndarray, lead: np.ndarray, row_of: np.ndarray,
