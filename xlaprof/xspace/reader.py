@@ -1,13 +1,19 @@
 """Read an ``*.xplane.pb`` (a serialized XSpace) into the columnar model of ``events``.
 
 Contract:
-- ``read_xspace(data, source=...)`` returns an ``XSpaceData`` for the bytes of a capture (the
-  session package reads files; see ``Session.read``). It needs no torch, torch_xla or xprof.
+- ``read_xspace_file(handle, size, source=...)`` returns an ``XSpaceData`` for the capture in a
+  seekable binary file object (a local file, an fsspec file; the session package opens them, see
+  ``Session.read``), decoded a piece at a time, never held whole: ``file_index`` finds the planes
+  and lines, each line is read ``CHUNK_BYTES`` at a time. Memory: the columns kept (24 bytes a
+  timed event, plus the host planes' stats and each plane's metadata) and a fixed budget of about
+  64 MiB (a piece, its decoding's temporaries, a growing block per column). ``read_xspace(data)``
+  reads the bytes of a whole capture the same way. It needs no torch, torch_xla or xprof.
 - Times: every event's ``start_us`` is measured from the worker's origin, ``origin_ns`` (the
   profile start time recorded in the capture, else the earliest line timestamp), so one worker's
   planes share one clock; ``origin_ns`` (ns since the Unix epoch) aligns workers with each other.
   Line timestamps may be absolute or, as the profiler writes them, relative to the profile start.
-- Events are decoded column-wise from their wire bytes (``wire``), never one Python object each.
+- Events are decoded column-wise from their wire bytes (``wire``), never one Python object each;
+  the columns do not depend on the piece size.
 - Stats are read only for host planes (``/host:...``), and there only for the events the analyses
   look at: those carrying a span, step or compile stat (``vocabulary.STAT_KEYS_TO_READ``), with all
   their other stats, and the metrics snapshots. Op events (millions on a TPU's device planes, and on
