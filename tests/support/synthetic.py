@@ -73,8 +73,7 @@ def write_wide_capture(path: str, events: int) -> int:
     plane_length = len(line_field_head) + line_length + len(tail)
     with open(path, "wb") as handle:
         handle.write(varint(1 << 3 | 2) + varint(plane_length) + line_field_head + head)
-        for _ in range(events // block):
-            handle.write(body)
+        handle.writelines(body for _ in range(events // block))
         handle.write(tail)
     return os.path.getsize(path)
 
