@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.support.synthetic import training_capture, write_wide_capture
+from tests.support.synthetic import training_capture, varint, write_wide_capture
 from tests.support.workers import REPO
 from xlaprof.xspace import schema
 from xlaprof.xspace.reader import TASK_ENVIRONMENT_PLANE, read_xspace, read_xspace_file
@@ -90,3 +90,25 @@ def test_a_capture_of_hundreds_of_mb_is_read_in_bounded_memory(tmp_path):
     # Read whole, the file alone would add its size; in pieces: the columns and a fixed budget.
     assert grown < kept + 64 * 2**20, (grown / 2**20, kept / 2**20, size / 2**20)
     assert grown < size / 2
+
+
+def test_a_line_whose_other_fields_come_between_its_events():
+    """Fields in any order, as protobuf allows: a line's name between two runs of events (the second
+    longer than the passes that find a run at once) and its stamp last."""
+    def event(i: int) -> bytes:
+        encoded = schema.XEvent(metadata_id=1, offset_ps=1000 * i, duration_ps=10 + i).SerializeToString()
+        return varint(4 << 3 | 2) + varint(len(encoded)) + encoded
+
+    name = b"XLA Ops"
+    line = (schema.XLine(id=3).SerializeToString() + b"".join(event(i) for i in range(5))
+            + varint(2 << 3 | 2) + varint(len(name)) + name + b"".join(event(i) for i in range(5, 105))
+            + schema.XLine(timestamp_ns=2000).SerializeToString())
+    metadata = schema.XPlane(name="/device:TPU:0")
+    metadata.event_metadata[1].name = "fusion.1"
+    plane = varint(3 << 3 | 2) + varint(len(line)) + line + metadata.SerializeToString()
+    data = varint(1 << 3 | 2) + varint(len(plane)) + plane
+    for chunk_bytes in (64, 4096):
+        tpu = read_xspace_file(io.BytesIO(data), len(data), source="x", chunk_bytes=chunk_bytes).plane("/device:TPU:0")
+        assert [(line.id, line.name) for line in tpu.lines] == [(3, "XLA Ops")]
+        assert tpu.events.dur_us.tolist() == [(10 + i) * 1e-6 for i in range(105)]
+        assert tpu.events.start_us.tolist() == [1000 * i * 1e-6 for i in range(105)]  # the line stamp: the origin
