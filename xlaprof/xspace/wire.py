@@ -140,18 +140,19 @@ def _fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> _Fields:
         tag, tag_len = _tags(buf, pos[live])
         wire = (tag & np.uint64(7)).astype(np.int64)
         at = pos[live] + tag_len
-        bits = np.zeros(live.size, np.uint64)
-        step = np.zeros(live.size, np.int64)
-        for kind, width in ((_VARINT, 0), (_FIXED64, 8), (_LENGTH, 0), (_FIXED32, 4)):
-            pick = np.flatnonzero(wire == kind)
-            if not pick.size:
-                continue
-            if width:
+        varint = (wire == _VARINT) | (wire == _LENGTH)
+        if varint.all():  # the common pass: one field number at this position, a varint or a length
+            bits, step = _varints(buf, at)
+        else:
+            bits = np.zeros(live.size, np.uint64)
+            step = np.zeros(live.size, np.int64)
+            pick = np.flatnonzero(varint)
+            bits[pick], step[pick] = _varints(buf, at[pick])
+            for kind, width in ((_FIXED64, 8), (_FIXED32, 4)):
+                pick = np.flatnonzero(wire == kind)
                 bits[pick], step[pick] = _fixed(buf, at[pick], width), width
-            else:
-                bits[pick], step[pick] = _varints(buf, at[pick])
-        if np.any((wire != _VARINT) & (wire != _FIXED64) & (wire != _LENGTH) & (wire != _FIXED32)):
-            raise ValueError("an unsupported wire type")
+            if np.any(~varint & (wire != _FIXED64) & (wire != _FIXED32)):
+                raise ValueError("an unsupported wire type")
         payload = at + step
         # A length-delimited field's value is its length; its payload follows.
         skip = np.where(wire == _LENGTH, bits.astype(np.int64), 0)
