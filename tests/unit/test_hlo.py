@@ -5,23 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.support.hlo_builder import ModuleBuilder, mlp_module
-from tests.support.synthetic import (
-    StepProgram,
-    TrainingShape,
-    XSpaceBuilder,
-    training_capture,
-    varint,
-    write_session,
-)
+from tests.support.synthetic import StepProgram, TrainingShape, XSpaceBuilder, training_capture, varint, write_session
 from xlaprof.analysis import analyze
 from xlaprof.framework_files import is_framework_file
-from xlaprof.hlo import (
-    HloDecodeError,
-    hlo_modules,
-    module_name,
-    parse_module,
-    program_of,
-)
+from xlaprof.hlo import HloDecodeError, hlo_modules, module_name, parse_module, program_of
 from xlaprof.hlo.source import Frames
 from xlaprof.hlo.text import instruction_text
 from xlaprof.session import Session
