@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.synthetic import varint
 from tests.support.workers import run_cli
 from xlaprof.analysis import analyze
 from xlaprof.errors import BadProfileError
@@ -17,15 +18,6 @@ from xlaprof.report import analysis_json
 from xlaprof.session import Session, Worker
 from xlaprof.xspace import schema as xspace_schema
 from xlaprof.xspace.reader import read_xspace
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def _host_only_space(with_events: bool) -> bytes:
@@ -42,7 +34,7 @@ def _host_only_space(with_events: bool) -> bytes:
 def _nested(depth: int) -> bytes:
     blob = b""
     for _ in range(depth):  # field 1 (planes), length-delimited, inside itself
-        blob = b"\x0a" + _varint(len(blob)) + blob
+        blob = b"\x0a" + varint(len(blob)) + blob
     return blob
 
 
@@ -51,7 +43,7 @@ BROKEN = {
     "random": (random.Random(7).randbytes(4096), "not a readable XSpace"),
     # protobuf keeps a field of the wrong wire type as unknown bytes: a file with no planes
     "nested": (_nested(5000), "no profile planes"),
-    "oversized": (b"\x0a" + _varint(2**31) + b"\x00" * 64, "not a readable XSpace"),
+    "oversized": (b"\x0a" + varint(2**31) + b"\x00" * 64, "not a readable XSpace"),
     "no_device": (_host_only_space(True), "no device activity"),
     "no_events": (_host_only_space(False), "no device activity"),
 }

@@ -4,10 +4,14 @@ See ``tests/oracle.py`` for what xprof adds, renames and rebuilds, and how it is
 """
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from tests.support.oracle import xlaprof_event_counts, xprof_event_counts
 from tests.support.synthetic import XSpaceBuilder, training_capture, training_event_count
+from tests.unit.test_reader_pieces import columns
+from xlaprof.xspace.reader import read_xspace, read_xspace_file
 
 pytest.importorskip("xprof.convert.raw_to_tool_data")
 
@@ -60,3 +64,13 @@ def test_real_capture_matches_xprof(request):
     counts = xlaprof_event_counts(path)
     assert sum(counts.values()) > 0
     assert _assert_same(path) == sum(counts.values())
+
+
+def test_a_real_capture_read_in_small_pieces_gives_the_same_columns(real_capture_path):
+    """Lines cut every 256 bytes (events, stats and line fields split across pieces) against the
+    file's lines read whole, on a real torch_xla capture (its host plane carries stats)."""
+    with open(real_capture_path, "rb") as handle:
+        data = handle.read()
+    whole = read_xspace(data)
+    assert whole.plane("/host:CPU") is not None and len(whole.plane("/host:CPU").stats.value) > 0
+    assert columns(read_xspace_file(io.BytesIO(data), len(data), source="x", chunk_bytes=256)) == columns(whole)

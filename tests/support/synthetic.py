@@ -17,6 +17,8 @@ Contract:
 - ``write_before_after(logdir)`` writes two sessions of one job, ``before`` (a blocking read in
   ``log_loss`` every step) and ``after`` (the read removed, captured on another port), for the
   comparison's tests; returns their run dirs.
+- ``varint(n)``: a protobuf varint, for wire bytes written by hand; ``write_wide_capture(path, events)``
+  streams a capture of hundreds of MB or GBs to a file (bounded-memory tests and benchmarks).
 """
 from __future__ import annotations
 
@@ -28,10 +30,52 @@ import numpy as np
 from xlaprof.session import profile_root, write_manifest
 from xlaprof.xspace import schema as xspace_schema
 from xlaprof.xspace import vocabulary
-from xlaprof.xspace.reader import PROFILE_START_STAT, PROFILE_STOP_STAT, TASK_ENVIRONMENT_PLANE
+from xlaprof.xspace.reader import (
+    PROFILE_START_STAT,
+    PROFILE_STOP_STAT,
+    TASK_ENVIRONMENT_PLANE,
+)
 
 # An arbitrary but realistic profile start: 2024-01-01, ns since the epoch.
 DEFAULT_START_NS = 1_704_067_200_000_000_000
+
+
+def varint(n: int) -> bytes:
+    """``n`` as a protobuf varint, for tests that encode wire bytes by hand."""
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _length_field(number: int, payload: bytes) -> bytes:
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def write_wide_capture(path: str, events: int) -> int:
+    """A capture of any size written as a stream, in blocks of 10,000 events (``events`` rounded
+    down to them): a TPU plane of one line of ops, each with a 100-byte ``hlo_op`` stat (which the
+    reader skips on device planes), about 120 bytes an event in the file, 24 in the reader's
+    columns; each block repeats the first's times. Returns the file's size."""
+    stat = xspace_schema.XStat(metadata_id=1, str_value="x" * 100)
+    block = 10_000
+    body = b"".join(_length_field(4, xspace_schema.XEvent(metadata_id=1, offset_ps=1000 * i, duration_ps=500,
+                                                          stats=[stat]).SerializeToString()) for i in range(block))
+    head = xspace_schema.XLine(id=1, name="XLA Ops", timestamp_ns=1000).SerializeToString()
+    line_length = len(head) + len(body) * (events // block)
+    metadata = xspace_schema.XPlane(name="/device:TPU:0")
+    metadata.event_metadata[1].name = "fusion.1"
+    metadata.stat_metadata[1].name = "hlo_op"
+    tail = metadata.SerializeToString()
+    line_field_head = varint(3 << 3 | 2) + varint(line_length)
+    plane_length = len(line_field_head) + line_length + len(tail)
+    with open(path, "wb") as handle:
+        handle.write(varint(1 << 3 | 2) + varint(plane_length) + line_field_head + head)
+        handle.writelines(body for _ in range(events // block))
+        handle.write(tail)
+    return os.path.getsize(path)
 
 
 def _intern(ids: dict[str, int], metadata, name: str) -> int:

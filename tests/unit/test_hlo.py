@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.hlo_builder import ModuleBuilder, mlp_module
-from tests.support.synthetic import StepProgram, TrainingShape, XSpaceBuilder, training_capture, write_session
+from tests.support.synthetic import StepProgram, TrainingShape, XSpaceBuilder, training_capture, varint, write_session
 from xlaprof.analysis import analyze
 from xlaprof.framework_files import is_framework_file
 from xlaprof.hlo import HloDecodeError, hlo_modules, module_name, parse_module, program_of
@@ -16,21 +16,12 @@ from xlaprof.xspace import schema as xspace_schema
 from xlaprof.xspace.reader import read_xspace
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
-
 def _field(number: int, value) -> bytes:
     """One protobuf field, hand-encoded: an int as a varint, bytes/str as length-delimited."""
     if isinstance(value, int):
-        return _varint(number << 3) + _varint(value)
+        return varint(number << 3) + varint(value)
     data = value.encode() if isinstance(value, str) else value
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
+    return varint(number << 3 | 2) + varint(len(data)) + data
 
 
 def test_field_numbers_are_xlas():

@@ -7,7 +7,9 @@ import pytest
 from tests.support.synthetic import XSpaceBuilder, training_capture, training_event_count
 from xlaprof.errors import BadProfileError
 from xlaprof.session import Session
-from xlaprof.xspace import wire
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from xlaprof.xspace import schema
 from xlaprof.xspace.reader import read_xspace
 
 
@@ -130,10 +132,23 @@ def test_no_planes_raises_bad_profile_error():
 
 @pytest.mark.parametrize("event", [b"\x0b\x01", b"\x08", b"\x22\x7f\x08"])  # group tag, cut varint, overrun
 def test_corrupt_event_bytes_raise_bad_profile_error(event):
-    space = wire.XSpaceRaw.FromString(_host_capture(absolute_lines=False).to_bytes())
+    space = _raw_space_class().FromString(_host_capture(absolute_lines=False).to_bytes())
     space.planes[2].lines[0].events.append(event)  # the device plane, whose events upb never parses
     with pytest.raises(BadProfileError, match="corrupt event"):
         read_xspace(space.SerializeToString())
+
+
+def _raw_space_class() -> type:
+    """An XSpace whose ``XLine.events`` are ``repeated bytes``: raw event encodings, bad ones too."""
+    file = descriptor_pb2.FileDescriptorProto()
+    schema.XSpace.DESCRIPTOR.file.CopyToProto(file)
+    line = next(m for m in file.message_type if m.name == "XLine")
+    events = next(f for f in line.field if f.number == 4)
+    events.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+    events.ClearField("type_name")
+    pool = descriptor_pool.DescriptorPool()  # its own pool: the names repeat the real schema's
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{file.package}.XSpace"))
 
 
 def test_reading_a_bad_file_names_the_file(tmp_path):

@@ -37,14 +37,26 @@ def schema(name: str) -> dict:
     return json.loads(resources.files("xlaprof.report").joinpath("schemas", f"{name}.schema.json").read_text())
 
 
-def _walk(value, prefix: str | None, time: bool, key: str):
-    if isinstance(value, dict):
-        return {_relative(k, prefix) if isinstance(k, str) else k:
-                _walk(v, prefix, (time or k.endswith("_us")) and k != "relative" if isinstance(k, str) else time,
-                      k if isinstance(k, str) else key)
-                for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_walk(v, prefix, time, key) for v in value]
+def _walk(value, prefix: str | None, time: bool, key: str, keys: dict | None = None):
+    """``value`` in the contract's form; ``keys`` caches, per map key, (its text, whether it holds times)."""
+    kind = type(value)
+    if kind is float:
+        return round(value, 3) if time and value - value == 0 else _round(value, time)  # not inf, not nan
+    if kind is dict or isinstance(value, dict):
+        keys = {} if keys is None else keys
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str):
+                found = keys.get(k)
+                if found is None:
+                    found = keys[k] = (_relative(k, prefix), k.endswith("_us") and k != "relative", k != "relative")
+                text, is_time, keeps_time = found
+                out[text] = _walk(v, prefix, (time and keeps_time) or is_time, k, keys)
+            else:
+                out[k] = _walk(v, prefix, time, key, keys)
+        return out
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        return [_walk(v, prefix, time, key, keys) for v in value]
     if isinstance(value, float):
         return _round(value, time)
     if isinstance(value, str) and key not in _KEPT_WHOLE:

@@ -22,7 +22,7 @@ from xlaprof.errors import BadProfileError, SessionNotFoundError, XlaprofError
 from xlaprof.session import storage
 from xlaprof.session.layout import XPLANE_SUFFIX, is_capture_file, list_sessions, worker_identity
 from xlaprof.session.manifest import read_manifest
-from xlaprof.xspace.reader import XSpaceData, read_xspace
+from xlaprof.xspace.reader import XSpaceData, read_xspace_file
 
 log = logging.getLogger("xlaprof")
 
@@ -58,10 +58,12 @@ class Worker:
 
     def read(self, limit: int | None = None) -> XSpaceData:
         """Read the capture (if not read yet; at most ``limit`` bytes, by default
-        ``capture_size_limit()``) and return it."""
+        ``capture_size_limit()``) and return it: decoded from the file a piece at a time
+        (``reader.CHUNK_BYTES``), never held whole in memory."""
         if self.space is None:
-            data = storage.read_bytes(self.path, capture_size_limit() if limit is None else limit, CAPTURE_SIZE_HINT)
-            self.space = read_xspace(data, source=self.path)
+            limit = capture_size_limit() if limit is None else limit
+            with storage.open_checked(self.path, limit, CAPTURE_SIZE_HINT) as (handle, size):
+                self.space = read_xspace_file(handle, size, source=self.path)
         return self.space
 
 

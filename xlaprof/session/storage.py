@@ -7,8 +7,9 @@ backend for that scheme must be installed), anything else through the local file
 Hostile paths: ``check_file(path, limit)`` says in one line (``UnsafeFileError``) why a path must
 not be read: not a regular file (a FIFO, a device, a socket, a directory), a symlink that loops
 or leads nowhere, a file this process may not read, or one larger than ``limit`` bytes.
-``read_bytes`` checks first, so no FIFO, device or directory is ever opened for reading, and
-opens without blocking (a file swapped for a FIFO between the check and the open is refused too).
+``read_bytes`` and ``open_checked`` (a file object for ranged reads, with its size) check first, so
+no FIFO, device or directory is ever opened for reading, and open without blocking (a file
+swapped for a FIFO between the check and the open is refused too).
 Remote: every fsspec call is bounded by ``remote_timeout_s()`` (``XLAPROF_REMOTE_TIMEOUT``,
 default ``DEFAULT_REMOTE_TIMEOUT_S``): past it, or on any failure of the backend other than a
 missing file, one line (``StorageTimeoutError``, ``UnsafeFileError``) instead of the backend's
@@ -16,14 +17,15 @@ retries and tracebacks.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import posixpath
 import stat
 import threading
 import uuid
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, TypeVar
 
 from xlaprof.errors import StorageTimeoutError, UnsafeFileError, XlaprofError
 
@@ -160,17 +162,32 @@ def basename(path: str) -> str:
 
 def read_bytes(path: str, limit: int | None = None, limit_hint: str = "") -> bytes:
     """The whole file, checked first (``check_file``: a regular file, at most ``limit`` bytes)."""
-    check_file(path, limit, limit_hint)
+    with open_checked(path, limit, limit_hint) as (handle, _):
+        return handle.read()
+
+
+@contextlib.contextmanager
+def open_checked(path: str, limit: int | None = None, limit_hint: str = "") -> Iterator[tuple[BinaryIO, int]]:
+    """``(binary file object, size)`` of the file, checked first (``check_file``) and opened for
+    seeks and ranged reads (locally without blocking; through fsspec, the backend's own file)."""
+    size_bytes = check_file(path, limit, limit_hint)
     if is_url(path):
-        return _remote(path, lambda fs: fs.cat_file(path))
+        handle = _remote(path, lambda fs: fs.open(path, "rb"))
+        with handle:
+            yield handle, size_bytes
+        return
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
         raise UnsafeFileError(f"{path}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the check
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped since the check
             raise UnsafeFileError(f"{path}: not a regular file")
-        return handle.read()
+        if limit is not None and st.st_size > limit:  # grown since the check
+            raise UnsafeFileError(f"{path}: the file is {format_size(st.st_size)}, over the "
+                                  f"{format_size(limit)} limit" + (f"; {limit_hint}" if limit_hint else ""))
+        yield handle, st.st_size
 
 
 def exists(path: str) -> bool:

@@ -1,13 +1,19 @@
 """Read an ``*.xplane.pb`` (a serialized XSpace) into the columnar model of ``events``.
 
 Contract:
-- ``read_xspace(data, source=...)`` returns an ``XSpaceData`` for the bytes of a capture (the
-  session package reads files; see ``Session.read``). It needs no torch, torch_xla or xprof.
+- ``read_xspace_file(handle, size, source=...)`` returns an ``XSpaceData`` for the capture in a
+  seekable binary file object (a local file, an fsspec file; the session package opens them, see
+  ``Session.read``), decoded a piece at a time, never held whole: ``file_index`` finds the planes
+  and lines, each line is read ``CHUNK_BYTES`` at a time. Memory: the columns kept (24 bytes a
+  timed event, plus the host planes' stats and each plane's metadata) and a fixed budget of about
+  64 MiB (a piece, its decoding's temporaries, a growing block per column). ``read_xspace(data)``
+  reads the bytes of a whole capture the same way. It needs no torch, torch_xla or xprof.
 - Times: every event's ``start_us`` is measured from the worker's origin, ``origin_ns`` (the
   profile start time recorded in the capture, else the earliest line timestamp), so one worker's
   planes share one clock; ``origin_ns`` (ns since the Unix epoch) aligns workers with each other.
   Line timestamps may be absolute or, as the profiler writes them, relative to the profile start.
-- Events are decoded column-wise from their wire bytes (``wire``), never one Python object each.
+- Events are decoded column-wise from their wire bytes (``wire``), never one Python object each;
+  the columns do not depend on the piece size.
 - Stats are read only for host planes (``/host:...``), and there only for the events the analyses
   look at: those carrying a span, step or compile stat (``vocabulary.STAT_KEYS_TO_READ``), with all
   their other stats, and the metrics snapshots. Op events (millions on a TPU's device planes, and on
@@ -23,19 +29,26 @@ Contract:
 """
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from xlaprof.errors import BadProfileError
-from xlaprof.xspace import vocabulary, wire
+from xlaprof.xspace import schema, vocabulary, wire
 from xlaprof.xspace.events import EventTable, IntColumn, Line, Plane, StatTable
+from xlaprof.xspace.file_index import PlaneIndex, index_space, line_pieces
 
 PROFILE_START_STAT = "profile_start_time"
 PROFILE_STOP_STAT = "profile_stop_time"
-CHUNK_EVENTS = 262_144  # events decoded at once (bounds the decoder's temporary arrays)
+CHUNK_BYTES = 4 * 2**20  # a line's encoding is read and decoded this much at a time
+COLUMN_BLOCK_BYTES = 32 * 2**20  # event columns grow by blocks of this size (see _Column)
 TASK_ENVIRONMENT_PLANE = "Task Environment"
+
+
+class _CorruptEvent(ValueError):
+    """Wire bytes of an event (not of the file's structure) that do not decode."""
 
 
 @dataclass
@@ -57,30 +70,45 @@ class XSpaceData:
 
 
 def read_xspace(data: bytes, *, source: str = "<bytes>") -> XSpaceData:
-    space = wire.XSpaceRaw()
-    if not data:
+    """The capture in ``data`` (a whole file's bytes)."""
+    return read_xspace_file(io.BytesIO(data), len(data), source=source)
+
+
+def read_xspace_file(handle, size: int, *, source: str, chunk_bytes: int = CHUNK_BYTES) -> XSpaceData:
+    """The capture in the seekable binary file ``handle`` of ``size`` bytes, read a line's piece of
+    at most about ``chunk_bytes`` at a time."""
+    if not size:
         raise BadProfileError(f"{source}: the file is empty, not a profile capture")
     try:
-        space.ParseFromString(data)
+        index = index_space(handle, size)
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise BadProfileError(
             f"{source}: not a readable XSpace profile (corrupt or truncated: {exc})") from None
-    if not space.planes or not any(p.name for p in space.planes):
+    headers = [p.header for p in index.planes]
+    if not headers or not any(h.name for h in headers):
         raise BadProfileError(f"{source}: no profile planes in the file (not an XSpace capture?)")
-    start_ns, stop_ns = _profile_times(space)
-    earliest_ns = _earliest_line_ns(space)
+    start_ns, stop_ns = _profile_times(headers)
+    try:
+        read = [_read_plane(handle, p, chunk_bytes) for p in index.planes if p.header.name != TASK_ENVIRONMENT_PLANE]
+    except _CorruptEvent as exc:
+        raise BadProfileError(f"{source}: not a readable XSpace profile (corrupt event: {exc})") from None
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise BadProfileError(
+            f"{source}: not a readable XSpace profile (corrupt or truncated: {exc})") from None
+    stamps = [ts for _, line_ns, counts, _ in read for ts, n in zip(line_ns, counts) if n]
+    earliest_ns = min(stamps) if stamps else 0
     origin_ns = start_ns or earliest_ns
     # The profiler normally rewrites line timestamps relative to the profile start; older or
     # hand-made captures keep them absolute (ns since the epoch).
     normalized = start_ns > 0 and earliest_ns < start_ns // 2
     line_base_ns = 0 if normalized else origin_ns
+    for plane, line_ns, _, line_rows in read:  # starts measured from their line's stamp, until now
+        for ts, lo, hi in zip(line_ns, line_rows, line_rows[1:]):
+            plane.events.start_us[lo:hi] += (ts - line_base_ns) * 1e-3
     window = (0.0, (stop_ns - start_ns) * 1e-3) if start_ns and stop_ns > start_ns else None
-    try:
-        planes = [_read_plane(p, line_base_ns) for p in space.planes if p.name != TASK_ENVIRONMENT_PLANE]
-    except ValueError as exc:
-        raise BadProfileError(f"{source}: not a readable XSpace profile (corrupt event: {exc})") from None
-    return XSpaceData(source, planes, list(space.hostnames), origin_ns, window,
-                      list(space.errors), list(space.warnings))
+    rest = index.rest
+    return XSpaceData(source, [plane for plane, *_ in read], list(rest.hostnames), origin_ns, window,
+                      list(rest.errors), list(rest.warnings))
 
 
 def _stat_value(stat, stat_names: dict[int, str]):
@@ -92,10 +120,10 @@ def _stat_value(stat, stat_names: dict[int, str]):
     return getattr(stat, kind)
 
 
-def _profile_times(space) -> tuple[int, int]:
+def _profile_times(headers: list) -> tuple[int, int]:
     """(start, stop) in ns since the epoch from the Task Environment plane; 0 where absent."""
     found = {PROFILE_START_STAT: 0, PROFILE_STOP_STAT: 0}
-    for plane in space.planes:
+    for plane in headers:
         if plane.name != TASK_ENVIRONMENT_PLANE:
             continue
         names = {k: v.name for k, v in plane.stat_metadata.items()}
@@ -106,12 +134,11 @@ def _profile_times(space) -> tuple[int, int]:
     return found[PROFILE_START_STAT], found[PROFILE_STOP_STAT]
 
 
-def _earliest_line_ns(space) -> int:
-    stamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if len(line.events)]
-    return min(stamps) if stamps else 0
-
-
-def _read_plane(plane, line_base_ns: int) -> Plane:
+def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, list[int], list[int], list[int]]:
+    """The plane, its events' ``start_us`` still measured from their line's timestamp; with each
+    line's timestamp (ns) and event count (aggregated events included), and where each line's rows
+    start (rows are in line order), the last followed by the row count."""
+    plane = index.header
     metadata_ids = sorted(plane.event_metadata.keys())
     names = [plane.event_metadata[i].name or plane.event_metadata[i].display_name
              for i in metadata_ids]
@@ -126,40 +153,59 @@ def _read_plane(plane, line_base_ns: int) -> Plane:
     int_stat_ids = np.array([k for k, name in stat_names.items() if name in vocabulary.INT_STAT_COLUMNS], np.int64)
 
     lines: list[Line] = []
-    columns: list[tuple] = []  # per chunk: (line, metadata id, start_us, dur_us)
-    stat_parts: list[tuple[np.ndarray, np.ndarray, list]] = []  # per chunk: (row, key, values)
-    int_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per chunk: (stat id, row, value)
+    line_ns: list[int] = []
+    counts: list[int] = []
+    line_rows: list[int] = []
+    columns = tuple(_Column(t) for t in (np.int32, np.int32, np.float64, np.float64))  # line, name, offset_us
+    # (start_us to be), dur_us
+    unknown = False  # events whose metadata is missing
+    stat_parts: list[tuple[np.ndarray, np.ndarray, list]] = []  # per piece: (row, key, values)
+    int_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per piece: (stat id, row, value)
     base_row = 0
-    for line_index, line, chunk in _chunks(plane.lines, lines):
-        raw = wire.decode_events(chunk)
-        keep = ~raw.aggregated
-        count = int(keep.sum())
-        columns.append((np.full(count, line_index, np.int32), raw.metadata_id[keep],
-                        (line.timestamp_ns - line_base_ns) * 1e-3 + raw.offset_ps[keep] * 1e-6,
-                        raw.duration_ps[keep] * 1e-6))
-        if want_stats and raw.stat_event.size:
-            # Rows of the kept events; stats of aggregated events go with them.
-            row_of = np.cumsum(keep) - 1 + base_row
-            # In encoding order (the wire walk yields them by field position), with their row.
-            with_row = np.argsort(raw.stat_start, kind="stable")
-            with_row = with_row[keep[raw.stat_event[with_row]]]
-            lead = wire.leading_stat_ids(raw.buffer, raw.stat_start[with_row], raw.stat_len[with_row])
-            stat_parts.append(_line_stats(raw, with_row, lead, row_of, stat_names, stat_keys,
-                                          wanted_stat_ids, snapshot_ids))
-            if int_stat_ids.size:
-                int_parts.append(_int_stats(raw, with_row, lead, row_of, int_stat_ids))
-        base_row += count
+    for line_index, (offset, length) in enumerate(index.lines):
+        line_rows.append(base_row)
+        header: list[bytes] = []
+        count = 0
+        for buf, starts, ends, others in line_pieces(handle, offset, length, chunk_bytes):
+            header.extend(buf[a:b].tobytes() for a, b in others)
+            if not starts.size:
+                continue
+            count += starts.size
+            try:
+                raw = wire.decode_events(buf, starts, ends)
+            except ValueError as exc:
+                raise _CorruptEvent(str(exc)) from None
+            keep = ~raw.aggregated
+            kept = int(keep.sum())
+            name_index = np.searchsorted(id_lookup, raw.metadata_id[keep]).astype(np.int32)
+            known = name_index < len(id_lookup)
+            known[known] = id_lookup[name_index[known]] == raw.metadata_id[keep][known]
+            name_index[~known] = len(names)  # a visible placeholder: "<unknown event>"
+            unknown |= not known.all()
+            for column, part in zip(columns, (np.full(kept, line_index, np.int32), name_index,
+                                              raw.offset_ps[keep] * 1e-6, raw.duration_ps[keep] * 1e-6)):
+                column.extend(part)
+            if want_stats and raw.stat_event.size:
+                # Rows of the kept events; stats of aggregated events go with them.
+                row_of = np.cumsum(keep) - 1 + base_row
+                # In encoding order (the wire walk yields them by field position), with their row.
+                with_row = np.argsort(raw.stat_start, kind="stable")
+                with_row = with_row[keep[raw.stat_event[with_row]]]
+                lead = wire.leading_stat_ids(raw.buffer, raw.stat_start[with_row], raw.stat_len[with_row])
+                stat_parts.append(_line_stats(raw, with_row, lead, row_of, stat_names, stat_keys,
+                                              wanted_stat_ids, snapshot_ids))
+                if int_stat_ids.size:
+                    int_parts.append(_int_stats(raw, with_row, lead, row_of, int_stat_ids))
+            base_row += kept
+        line = schema.XLine.FromString(b"".join(header))
+        lines.append(Line(line.id, line.name, line.display_name or line.name))
+        line_ns.append(line.timestamp_ns)
+        counts.append(count)
 
-    if columns:
-        line_col, meta, start_us, dur_us = (np.concatenate(c) for c in zip(*columns))
-        name_index = np.searchsorted(id_lookup, meta).astype(np.int32)
-        unknown = (name_index >= len(id_lookup)) | (id_lookup[np.minimum(name_index, len(id_lookup) - 1)] != meta) \
-            if len(id_lookup) else np.ones(meta.shape, bool)
-        if unknown.any():
-            # Events whose metadata is missing keep a visible placeholder name.
+    if columns[0].rows:
+        if unknown:
             names = names + ["<unknown event>"]
-            name_index[unknown] = len(names) - 1
-        table = EventTable(line_col, name_index, start_us, dur_us)
+        table = EventTable(*(column.finish() for column in columns))
     else:
         table = EventTable.empty()
     if stat_parts:
@@ -173,18 +219,39 @@ def _read_plane(plane, line_base_ns: int) -> Plane:
     metadata_stats = {index: {stat_names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, stat_names)
                               for s in plane.event_metadata[i].stats}
                       for index, i in enumerate(metadata_ids) if len(plane.event_metadata[i].stats)}
-    return Plane(plane.name, lines, names, table, stats, plane_stats, _int_columns(int_parts, stat_names),
-                 metadata_stats, id_lookup)
+    return (Plane(plane.name, lines, names, table, stats, plane_stats, _int_columns(int_parts, stat_names),
+                  metadata_stats, id_lookup), line_ns, counts, [*line_rows, base_row])
 
 
-def _chunks(xlines, lines: list[Line]):
-    """(line index, line, events) in chunks of at most CHUNK_EVENTS, filling ``lines`` on the way:
-    decoding temporaries stay bounded however long a line is."""
-    for line_index, line in enumerate(xlines):
-        lines.append(Line(line.id, line.name, line.display_name or line.name))
-        count = len(line.events)
-        for lo in range(0, count, CHUNK_EVENTS):
-            yield line_index, line, line.events[lo:lo + CHUNK_EVENTS]
+class _Column:
+    """A column growing by pieces, kept in blocks of ``COLUMN_BLOCK_BYTES``: allocations that large
+    are mapped and unmapped whole, so the blocks freed while ``finish`` copies them into one array
+    go back to the system (small parts would leave the heap at its high-water mark: the columns'
+    size twice over)."""
+
+    def __init__(self, dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.block_rows = COLUMN_BLOCK_BYTES // self.dtype.itemsize
+        self.blocks: list[np.ndarray] = []
+        self.rows = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        while values.size:
+            at = self.rows % self.block_rows
+            if at == 0:
+                self.blocks.append(np.empty(self.block_rows, self.dtype))  # pages taken as filled
+            take = min(self.block_rows - at, values.size)
+            self.blocks[-1][at:at + take] = values[:take]
+            self.rows += take
+            values = values[take:]
+
+    def finish(self) -> np.ndarray:
+        whole = np.empty(self.rows, self.dtype)
+        for start in range(0, self.rows, self.block_rows):
+            block = self.blocks.pop(0)
+            whole[start:start + self.block_rows] = block[:min(self.block_rows, self.rows - start)]
+            del block
+        return whole
 
 
 def _int_stats(raw: wire.RawEvents, candidates: np.ndarray, lead: np.ndarray, row_of: np.ndarray,

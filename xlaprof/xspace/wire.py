@@ -1,14 +1,14 @@
 """Columnar decoding of XEvents and XStats straight from their protobuf wire bytes, with numpy.
 
 Why: a TPU capture holds millions of events, and touching each one as a protobuf message from
-Python costs about a microsecond. Here the XSpace is parsed with ``XSpaceRaw``, a variant of
-``xspace_schema.XSpace`` in which ``XLine.events`` (field 4) is declared ``repeated bytes``: each
-event stays its own wire encoding, and all events of a plane are decoded at once by walking the
-fields of every message in lock-step (one numpy pass per field position, not per event).
+Python costs about a microsecond. Here a piece of a line's encoding is split into its events
+(``split_line``) and all of them are decoded at once by walking the fields of every message in
+lock-step (one numpy pass per field position, not per event).
 
 Contract:
-- ``XSpaceRaw``: parses any XSpace; every other field keeps the meaning of ``xspace_schema``.
-- ``decode_events(blobs)`` -> ``RawEvents``: ``metadata_id``, ``offset_ps``, ``duration_ps`` (int64),
+- ``split_line(buf, size)``: the events (their payloads' ranges) and other fields of a piece of an
+  XLine's encoding, and where the first field cut by the piece's end starts (see its docstring).
+- ``decode_events(buf, starts, ends)`` -> ``RawEvents``: ``metadata_id``, ``offset_ps``, ``duration_ps`` (int64),
   ``aggregated`` (bool: the event carries ``num_occurrences`` instead of an offset), and the
   stats' encodings as (``stat_event``, ``stat_start``, ``stat_len``) into ``buffer``.
 - ``leading_stat_ids(buffer, starts, lengths)``: each stat's metadata id from its leading field
@@ -16,6 +16,7 @@ Contract:
 - ``decode_stats(buffer, starts, lengths)`` -> ``RawStats``: per stat ``metadata_id``, ``kind``
   (the XStat field number of its value, 0 when unset) and ``bits`` (the varint or fixed64 value,
   uint64) or, for strings and bytes, (``start``, ``length``) into ``buffer``.
+- A buffer ends in ``PAD`` zero bytes past its data (fixed-width reads of the last fields).
 - Wire bytes that do not decode (a bad wire type, a field running past its message, an
   over-long varint) raise ``ValueError``.
 """
@@ -24,30 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-from xlaprof.xspace import schema as xspace_schema
 
 _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
 _EVENT_METADATA, _EVENT_OFFSET, _EVENT_DURATION, _EVENT_STATS, _EVENT_OCCURRENCES = 1, 2, 3, 4, 5
 _STAT_METADATA = 1
 STAT_DOUBLE, STAT_UINT64, STAT_INT64, STAT_STR, STAT_BYTES, STAT_REF = 2, 3, 4, 5, 6, 7
-_PAD = bytes(16)  # reads past the last message stay inside the array; overruns are checked
-
-
-def _raw_space_class() -> type:
-    file = descriptor_pb2.FileDescriptorProto()
-    xspace_schema.XSpace.DESCRIPTOR.file.CopyToProto(file)
-    line = next(m for m in file.message_type if m.name == "XLine")
-    events = next(f for f in line.field if f.number == _EVENT_STATS)
-    events.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-    events.ClearField("type_name")
-    pool = descriptor_pool.DescriptorPool()  # its own pool: the names may repeat the real schema's
-    pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{file.package}.XSpace"))
-
-
-XSpaceRaw = _raw_space_class()
+PAD = 16  # bytes after a buffer's data: reads past the last message stay inside it; overruns are checked
+_LINE_EVENTS_TAG = 4 << 3 | 2  # XLine.events, length-delimited
 
 
 @dataclass
@@ -86,8 +70,13 @@ def _words(buf: np.ndarray) -> np.ndarray:
     return np.ndarray((buf.size - 7,), "<u8", buf, 0, (1,))
 
 
-_LOW7 = [np.uint64(0x7F << (8 * i)) for i in range(8)]
 _STOP_BITS = np.uint64(0x8080808080808080)
+_ONE = np.uint64(1)
+# Packing the 7-bit groups of a word: pairs of bytes, then of 14-bit groups, then of 28-bit groups.
+_PACK = [(np.uint64(shift), np.uint64(low), np.uint64(high)) for shift, low, high in (
+    (1, 0x007F007F007F007F, 0x3F803F803F803F80),
+    (2, 0x00003FFF00003FFF, 0x0FFFC0000FFFC000),
+    (4, 0x000000000FFFFFFF, 0x00FFFFFFF0000000))]
 
 
 def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,21 +86,21 @@ def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     each; longer ones byte by byte."""
     word = _words(buf)[pos]
     stops = ~word & _STOP_BITS
-    lowest = stops & (~stops + np.uint64(1))  # the first byte without a continuation bit
+    lowest = stops & (~stops + _ONE)  # the stop bit of the first byte without a continuation bit
     short = stops != 0
-    # lowest is 0x80 << 8k for a (k+1)-byte varint; k from its float64 exponent (7 + 8k).
-    exponent = (lowest.astype(np.float64).view(np.int64) >> 52) - 1023
-    length = np.where(short, (exponent - 7) // 8 + 1, 0)
-    keep = np.where(length >= 8, np.uint64(0xFFFFFFFFFFFFFFFF),
-                    (np.uint64(1) << (np.uint64(8) * length.astype(np.uint64))) - np.uint64(1))
-    word &= keep
-    value = word & _LOW7[0]
-    for i in range(1, 8):
-        value |= (word & _LOW7[i]) >> np.uint64(i)
+    # lowest is 0x80 << 8k for a (k+1)-byte varint: its float64 exponent is 7 + 8k.
+    length = ((lowest.astype(np.float64).view(np.int64) >> 52) - 1022) >> 3
+    word &= (lowest << _ONE) - _ONE  # the varint's own bytes (all 8 where it is longer)
+    word &= ~_STOP_BITS
+    for shift, low, high in _PACK:
+        packed = word >> shift
+        packed &= high
+        word &= low
+        word |= packed
     long = np.flatnonzero(~short)
     if long.size:
-        value[long], length[long] = _long_varints(buf, pos[long])
-    return value, length
+        word[long], length[long] = _long_varints(buf, pos[long])
+    return word, length
 
 
 def _tags(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -151,18 +140,19 @@ def _fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> _Fields:
         tag, tag_len = _tags(buf, pos[live])
         wire = (tag & np.uint64(7)).astype(np.int64)
         at = pos[live] + tag_len
-        bits = np.zeros(live.size, np.uint64)
-        step = np.zeros(live.size, np.int64)
-        for kind, width in ((_VARINT, 0), (_FIXED64, 8), (_LENGTH, 0), (_FIXED32, 4)):
-            pick = np.flatnonzero(wire == kind)
-            if not pick.size:
-                continue
-            if width:
+        varint = (wire == _VARINT) | (wire == _LENGTH)
+        if varint.all():  # the common pass: one field number at this position, a varint or a length
+            bits, step = _varints(buf, at)
+        else:
+            bits = np.zeros(live.size, np.uint64)
+            step = np.zeros(live.size, np.int64)
+            pick = np.flatnonzero(varint)
+            bits[pick], step[pick] = _varints(buf, at[pick])
+            for kind, width in ((_FIXED64, 8), (_FIXED32, 4)):
+                pick = np.flatnonzero(wire == kind)
                 bits[pick], step[pick] = _fixed(buf, at[pick], width), width
-            else:
-                bits[pick], step[pick] = _varints(buf, at[pick])
-        if np.any((wire != _VARINT) & (wire != _FIXED64) & (wire != _LENGTH) & (wire != _FIXED32)):
-            raise ValueError("an unsupported wire type")
+            if np.any(~varint & (wire != _FIXED64) & (wire != _FIXED32)):
+                raise ValueError("an unsupported wire type")
         payload = at + step
         # A length-delimited field's value is its length; its payload follows.
         skip = np.where(wire == _LENGTH, bits.astype(np.int64), 0)
@@ -185,17 +175,100 @@ def _last(fields: _Fields, number: int, size: int) -> np.ndarray:
     return column
 
 
-def decode_events(blobs) -> RawEvents:
-    count = len(blobs)
-    lengths = np.fromiter(map(len, blobs), np.int64, count)
-    buf = np.frombuffer(b"".join(blobs) + _PAD, np.uint8)
-    ends = np.cumsum(lengths)
-    fields = _fields(buf, ends - lengths, ends)
+def decode_events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> RawEvents:
+    """The events encoded at ``buf[starts[i]:ends[i]]`` (``buf`` padded by ``PAD`` bytes)."""
+    count = starts.size
+    fields = _fields(buf, starts, ends)
     stats = fields.number == _EVENT_STATS
+    aggregated = np.zeros(count, bool)
+    aggregated[fields.owner[fields.number == _EVENT_OCCURRENCES]] = True
     return RawEvents(buf, _last(fields, _EVENT_METADATA, count), _last(fields, _EVENT_OFFSET, count),
-                     _last(fields, _EVENT_DURATION, count),
-                     np.isin(np.arange(count), fields.owner[fields.number == _EVENT_OCCURRENCES]),
+                     _last(fields, _EVENT_DURATION, count), aggregated,
                      fields.owner[stats], fields.start[stats], fields.bits[stats].astype(np.int64))
+
+
+def split_line(buf: np.ndarray, size: int) -> tuple[int, np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    """Split ``buf[:size]``, a piece of an XLine's encoding that starts at a field, into its
+    complete fields: ``(consumed, event starts, event ends, other fields)``. Events (field 4) come
+    as their payloads' ranges, in order; the other fields (a line's id, name, timestamp, ...) as
+    the ``(start, end)`` of their whole encoding. ``consumed`` is where the first incomplete field
+    starts (``size`` when none is cut): the caller reads on from there.
+
+    Events are found without a Python step per event: every byte ``0x22`` (an event's tag) is a
+    candidate whose following field is computed at once; a run of events is then the candidates
+    reachable from its first one (``_run``)."""
+    candidates = np.flatnonzero(buf[:size] == _LINE_EVENTS_TAG)
+    stops = ~_words(buf)[candidates + 1] & _STOP_BITS
+    ok = stops != 0  # payload bytes that look like a tag may carry no varint at all
+    length, width = _varints(buf, np.where(ok, candidates + 1, size))  # size: a zero byte of the padding
+    payload = candidates + 1 + width
+    following = np.where(ok, payload + length.astype(np.int64), np.iinfo(np.int64).max)
+    after = np.minimum(np.searchsorted(candidates, following), max(candidates.size - 1, 0))
+    jump = np.where((candidates[after] == following) & (following <= size), after, -1) if candidates.size else after
+    runs: list[np.ndarray] = []
+    others: list[tuple[int, int]] = []
+    pos = 0
+    while pos < size:
+        if buf[pos] == _LINE_EVENTS_TAG:
+            first = int(np.searchsorted(candidates, pos))
+            if not ok[first]:
+                raise ValueError("an over-long varint")
+            run = _run(first, jump)
+            last = int(run[-1])
+            if following[last] > size:  # cut: read on from it
+                runs.append(run[:-1])
+                pos = int(candidates[last])
+                break
+            runs.append(run)
+            pos = int(following[last])
+            continue
+        end = _field_end(buf, pos, size)
+        if end > size:
+            break
+        others.append((pos, end))
+        pos = end
+    chain = np.concatenate(runs) if runs else np.zeros(0, np.int64)
+    return min(pos, size), payload[chain], following[chain], others
+
+
+def _run(first: int, jump: np.ndarray) -> np.ndarray:
+    """The candidates reachable from ``first`` through ``jump`` (-1: the run ends there), in order.
+
+    Jumps only go forward, so the reachable set is the fixed point of "``first`` and the targets of
+    the set", approached from all candidates: each pass drops those no member jumps to, which
+    leaves, after as many passes as the longest chain of tag-like payload bytes (two or three), the
+    run itself. Payloads made of such bytes, or a long run of events after another field in the
+    same piece (serializers write a line's events together), would need many passes: past 32, one
+    Python step per event, with the same result."""
+    member = np.zeros(jump.size, bool)
+    member[first:] = True
+    for _ in range(32):
+        targets = jump[member]
+        reached = np.zeros(jump.size, bool)
+        reached[first] = True
+        reached[targets[targets >= 0]] = True
+        if np.array_equal(reached, member):
+            return np.flatnonzero(member)
+        member = reached
+    steps, k, hops = [], first, jump.tolist()
+    while k >= 0:
+        steps.append(k)
+        k = hops[k]
+    return np.array(steps, np.int64)
+
+
+def _field_end(buf: np.ndarray, pos: int, size: int) -> int:
+    """Where the field at ``buf[pos]`` ends (past ``size`` when it is cut there)."""
+    tag, tag_len = (int(v[0]) for v in _varints(buf, np.array([pos])))
+    wire, at = tag & 7, pos + tag_len
+    if wire == _VARINT:
+        return at + int(_varints(buf, np.array([at]))[1][0])
+    if wire in (_FIXED64, _FIXED32):
+        return at + (8 if wire == _FIXED64 else 4)
+    if wire == _LENGTH:
+        length, width = (int(v[0]) for v in _varints(buf, np.array([at])))
+        return at + width + length
+    raise ValueError("an unsupported wire type")
 
 
 def leading_stat_ids(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -1,0 +1,142 @@
+"""Where each plane and line of a capture lies in its file, found without reading its events.
+
+Contract:
+- ``index_space(handle, size)`` walks an XSpace's top-level fields and each plane's fields through
+  a seekable binary file object (a local file, an fsspec file, ``io.BytesIO``) of ``size`` bytes
+  and returns a ``SpaceIndex``: per plane, its fields but the lines parsed as an ``XPlane``
+  (``header``: name, metadata, stats; serializers write them *after* the lines) and each line's
+  ``(offset, length)`` in the file; the space's errors, warnings and hostnames. Lines are skipped
+  by their length: the walk reads a few bytes per line and per metadata field, never an event.
+- ``line_pieces(handle, offset, length, chunk_bytes)`` reads one line's encoding in pieces of
+  about ``chunk_bytes`` (more only for a single field larger than that) and yields, per piece,
+  ``(buffer, event starts, event ends, other fields)`` (``wire.split_line``); a line's header
+  fields (id, name, timestamp) come as the encodings of its other fields, in any piece.
+- Wire bytes that do not walk (a field past its message's end, a bad wire type) raise
+  ``ValueError``; a file shorter than its fields say raises ``ValueError`` too.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from xlaprof.xspace import schema, wire
+
+_SPACE_PLANES, _PLANE_LINES = 1, 3
+_VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
+WINDOW_BYTES = 2**20  # the block of the file that indexing reads at a time
+METADATA_BYTES = 256 * 2**20  # a plane's metadata read in one piece up to this size
+
+
+@dataclass
+class PlaneIndex:
+    header: object  # schema.XPlane without its lines
+    lines: list[tuple[int, int]]  # (offset, length) of each line's encoding in the file
+
+
+@dataclass
+class SpaceIndex:
+    planes: list[PlaneIndex]
+    rest: object  # schema.XSpace without its planes: errors, warnings, hostnames
+
+
+def index_space(handle, size: int) -> SpaceIndex:
+    window = _Window(handle)
+    planes, rest = [], []
+    for number, start, payload, end in _walk(window, 0, size):
+        if number == _SPACE_PLANES:
+            planes.append(_index_plane(window, payload, end))
+        else:
+            rest.append(window.read(start, end - start))
+    return SpaceIndex(planes, schema.XSpace.FromString(b"".join(rest)))
+
+
+def _index_plane(window: _Window, start: int, end: int) -> PlaneIndex:
+    lines, header = [], []
+    for number, at, payload, field_end in _walk(window, start, end):
+        if number == _PLANE_LINES:
+            lines.append((payload, field_end - payload))
+            continue
+        if number > _PLANE_LINES and end - at <= METADATA_BYTES:
+            # Serializers write fields in number order, the metadata after the lines: all of it at
+            # once, unless a line follows after all.
+            try:
+                tail = schema.XPlane.FromString(b"".join(header) + window.read(at, end - at))
+            except DecodeError:
+                tail = None
+            if tail is not None and not len(tail.lines):
+                return PlaneIndex(tail, lines)
+        header.append(window.read(at, field_end - at))
+    return PlaneIndex(schema.XPlane.FromString(b"".join(header)), lines)
+
+
+def line_pieces(handle, offset: int, length: int, chunk_bytes: int) -> Iterator[tuple]:
+    pos, end, want = offset, offset + length, chunk_bytes
+    while pos < end:
+        size = min(want, end - pos)
+        buf = np.zeros(size + wire.PAD, np.uint8)
+        handle.seek(pos)
+        if handle.readinto(memoryview(buf)[:size]) != size:
+            raise ValueError("the file ends inside a line")
+        consumed, starts, ends, others = wire.split_line(buf, size)
+        if consumed == 0:  # one field larger than the piece: read it whole
+            if size == end - pos:
+                raise ValueError("a field runs past the end of its line")
+            want = 2 * size
+            continue
+        yield buf, starts, ends, others
+        pos, want = pos + consumed, chunk_bytes
+
+
+class _Window:
+    """Reads of a file through one block of it held at a time: the many small fields of a plane's
+    metadata cost no seek each."""
+
+    def __init__(self, handle, block: int = WINDOW_BYTES) -> None:
+        self.handle, self.block, self.start, self.data = handle, block, 0, b""
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` (fewer only at the file's end)."""
+        at = offset - self.start
+        if at < 0 or at + length > len(self.data):
+            if length > self.block:
+                self.handle.seek(offset)
+                return self.handle.read(length)
+            self.handle.seek(offset)
+            self.start, self.data, at = offset, self.handle.read(self.block), 0
+        return self.data[at:at + length]
+
+
+def _walk(window: _Window, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """The fields of the message at ``[start, end)``: (number, field start, payload start, end)."""
+    pos = start
+    while pos < end:
+        head = window.read(pos, min(20, end - pos))
+        tag, at = _varint(head, 0)
+        wire_type = tag & 7
+        if wire_type == _VARINT:
+            _, payload_end = _varint(head, at)
+            payload = at
+        elif wire_type in (_FIXED64, _FIXED32):
+            payload, payload_end = at, at + (8 if wire_type == _FIXED64 else 4)
+        elif wire_type == _LENGTH:
+            length, payload = _varint(head, at)
+            payload_end = payload + length
+        else:
+            raise ValueError("an unsupported wire type")
+        if pos + payload_end > end:
+            raise ValueError("a field runs past the end of its message")
+        yield tag >> 3, pos, pos + payload, pos + payload_end
+        pos += payload_end
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    for i in range(at, min(at + 10, len(data))):
+        value |= (data[i] & 0x7F) << shift
+        if data[i] < 0x80:
+            return value, i + 1
+        shift += 7
+    raise ValueError("a cut or over-long varint")
