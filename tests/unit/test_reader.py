@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from tests.support.synthetic import XSpaceBuilder, training_capture, training_event_count
 from xlaprof.errors import BadProfileError
 from xlaprof.session import Session
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
 from xlaprof.xspace import schema
 from xlaprof.xspace.reader import read_xspace
 
