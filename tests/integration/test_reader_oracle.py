@@ -9,8 +9,8 @@ import io
 import pytest
 
 from tests.support.oracle import xlaprof_event_counts, xprof_event_counts
+from tests.support.reader_columns import columns
 from tests.support.synthetic import XSpaceBuilder, training_capture, training_event_count
-from tests.unit.test_reader_pieces import columns
 from xlaprof.xspace.reader import read_xspace, read_xspace_file
 
 pytest.importorskip("xprof.convert.raw_to_tool_data")

@@ -10,18 +10,11 @@ import sys
 
 import pytest
 
+from tests.support.reader_columns import columns
 from tests.support.synthetic import training_capture, varint, write_wide_capture
 from tests.support.workers import REPO
 from xlaprof.xspace import schema
 from xlaprof.xspace.reader import TASK_ENVIRONMENT_PLANE, read_xspace, read_xspace_file
-
-
-def columns(space) -> list:
-    """Everything the reader gives, plane by plane, as plain values."""
-    return [(p.name, p.lines, p.names, p.events.line.tolist(), p.events.name.tolist(), p.events.start_us.tolist(),
-             p.events.dur_us.tolist(), p.stats.keys, p.stats.event.tolist(), p.stats.key.tolist(), p.stats.value,
-             {k: (c.rows.tolist(), c.values.tolist()) for k, c in p.int_columns.items()}, p.metadata_stats,
-             p.metadata_ids.tolist(), p.plane_stats) for p in space.planes]
 
 
 def _protobuf_events(data: bytes) -> list:
