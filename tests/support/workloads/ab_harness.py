@@ -16,7 +16,8 @@ Contract: ``add_options(parser)`` adds to a workload's parser:
   whole cost, device work included (a run without reads leaves none of it to the next run).
   Both arms run interleaved in one process, so a busy machine's changing load falls on both
   alike. Without the option ``reads`` is True and nothing is added.
-``thread_cores(pid)`` reads, from outside, each thread's allowed cores and the core it last ran on.
+``thread_cores(pid)`` reads, from outside, each thread's allowed cores, the core it last ran on and
+the CPU time it used (clock ticks).
 
 On the CPU device the "device" computes on the host's cores: an A/B saving in step time mixes a
 read's cost with the host and the device contending for cores. Pinned, the host's Python and the
@@ -79,16 +80,16 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
         time.sleep(REPIN_S)
 
 
-def thread_cores(pid: int) -> dict[int, tuple[str, int]]:
-    """{thread id: (its allowed cores as /proc lists them, e.g. "1"; the core it last ran on)}."""
+def thread_cores(pid: int) -> dict[int, tuple[str, int, int]]:
+    """{thread id: (its allowed cores as /proc lists them, e.g. "1"; the core it last ran on; its CPU ticks)}."""
     cores = {}
     for tid in map(int, os.listdir(f"/proc/{pid}/task")):
         try:
             with open(f"/proc/{pid}/task/{tid}/status") as status:
                 allowed = next(line.split(":")[1].strip() for line in status if line.startswith("Cpus_allowed_list"))
             with open(f"/proc/{pid}/task/{tid}/stat") as stat:
-                last_core = int(stat.read().rsplit(")", 1)[1].split()[36])
+                fields = stat.read().rsplit(")", 1)[1].split()  # from field 3 (state) on
         except (OSError, StopIteration):
             continue
-        cores[tid] = allowed, last_core
+        cores[tid] = allowed, int(fields[36]), int(fields[11]) + int(fields[12])
     return cores

@@ -7,11 +7,13 @@ on the device (``(schedule_timesteps == timestep).nonzero()`` then ``.item()``),
 on an accelerator. No spans, no debug flags: only ``xlaprof.start_server``. With ``--unet-only``
 (the A/B arm without the scheduler) the latents are updated on the device without
 ``scheduler.step``: the UNet alone, which reads no device value. Options for the A/B truth of the reads' cost:
-- ``--cpu-timesteps``: ``set_timesteps(..., device="cpu")``, the fair arm without the reads: the
-  same UNet and scheduler math, but the scheduler looks its index up on the host (no read).
 - ``--pin-cores``, ``--alternate-reads`` (``ab_harness``): the host's Python and the CPU device's
-  threads on separate cores; sampling runs alternating between device timesteps (the reads) and
-  timesteps on the host (none), each run a span named after its arm.
+  threads on separate cores; sampling runs alternating between the scheduler's index lookup on the
+  device (the reads) and the fair counterfactual without them, each run a span named after its
+  arm. The counterfactual is ``scheduler.set_begin_index(0)`` (what diffusers' pipelines call): the
+  same device timesteps, UNet and scheduler math, but the first ``step`` takes its index from the
+  host instead of looking it up on the device. (Timesteps on the CPU would change more than the
+  read: the loop variable, the UNet's timestep input and the host's tracing all differ.)
 """
 from __future__ import annotations
 
@@ -45,8 +47,9 @@ def sample(args) -> None:
     with torch.no_grad():
         while True:
             with ab_harness.sampling_run(args, runs) as reads:
-                on_host = args.cpu_timesteps or not reads
-                scheduler.set_timesteps(STEPS_PER_RUN, device="cpu" if on_host else device)
+                scheduler.set_timesteps(STEPS_PER_RUN, device=device)
+                if not reads:
+                    scheduler.set_begin_index(0)  # the counterfactual: the index from the host, no read
                 latents = torch.randn(2, 3, 8, 8, device=device)
                 for t in scheduler.timesteps:
                     noise = unet(latents, t).sample
@@ -63,8 +66,6 @@ def sample(args) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = worker_parser(__doc__.splitlines()[0])
     parser.add_argument("--unet-only", action="store_true", help="no scheduler.step: the A/B arm without its reads")
-    parser.add_argument("--cpu-timesteps", action="store_true",
-                        help="the scheduler's timesteps on the host: the A/B arm without its reads")
     ab_harness.add_options(parser)
     args = parser.parse_args(argv)
     watch_stdin(args)
