@@ -1,0 +1,63 @@
+"""A read's cost: the analysis' charge vs the A/B saving, in step time and in device idle time.
+
+Run as ``python bench/bench_read_cost_ab.py [--repeat N] [--cases helper,closure,diffusers]``
+(PJRT_DEVICE=CPU, torch_xla installed). Each repetition captures each case once with the real CLI
+from a worker run with ``--pin-cores --alternate-reads`` (``tests/support/workloads/ab_harness.py``)
+and prints per case: the charge per step (``transfer_from_device`` in the runs with reads), the
+saving per step in step time and in device idle time (medians over neighbouring run pairs, see
+``tests/support/ab_truth.py``) and their ratios; at the end, per case the median and the range of
+each ratio over the repetitions. Cases: ``helper`` (denoise loop, ``tiny_scheduler``'s
+``.nonzero().item()`` every step), ``closure`` (a read in ``xm.add_step_closure`` every step),
+``diffusers`` (DPM-Solver's index lookup on the device vs ``set_begin_index(0)``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tests.conftest import capture_arms
+from tests.support.ab_truth import ab_figures
+from tests.support.workloads import denoise_worker, diffusers_worker
+
+AB = ["--pin-cores", "--alternate-reads"]
+CASES = {
+    "helper": ("tests.support.workloads.denoise_worker", ["--spans", "xp"], denoise_worker.STEPS_PER_RUN),
+    "closure": ("tests.support.workloads.denoise_worker",
+                ["--spans", "xp", "--no-scheduler-reads", "--closure-every", "1"], denoise_worker.STEPS_PER_RUN),
+    "diffusers": ("tests.support.workloads.diffusers_worker", [], diffusers_worker.STEPS_PER_RUN),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cases", default=",".join(CASES))
+    args = parser.parse_args()
+    ratios: dict[str, list[tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory() as logdir:
+        for repetition in range(args.repeat):
+            for case in args.cases.split(","):
+                module, worker_args, steps_per_run = CASES[case]
+                ((_, analysis),) = capture_arms(logdir, {f"{case}{repetition}": worker_args + AB}, module).values()
+                f = ab_figures(analysis, steps_per_run)
+                step_ratio, idle_ratio = f["charged_us"] / f["saving_us"], f["charged_us"] / f["idle_saving_us"]
+                ratios.setdefault(case, []).append((step_ratio, idle_ratio))
+                print(f"{case:9s} pairs {f['pairs']:2d}  charged {f['charged_us']:7.0f} us/step  "
+                      f"saving: step time {f['saving_us']:7.0f} (ratio {step_ratio:5.2f})  "
+                      f"device idle {f['idle_saving_us']:7.0f} (ratio {idle_ratio:5.2f})  "
+                      f"step with/without {f['wall_us']['with_reads']:.0f}/{f['wall_us']['without_reads']:.0f}",
+                      flush=True)
+    for case, values in ratios.items():
+        for k, what in enumerate(("step time", "device idle")):
+            r = [v[k] for v in values]
+            print(f"{case:9s} charged/saving in {what}: median {np.median(r):.2f}, range {min(r):.2f}..{max(r):.2f}")
+
+
+if __name__ == "__main__":
+    main()

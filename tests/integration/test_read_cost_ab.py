@@ -1,0 +1,69 @@
+"""A read's cost, proven against an A/B arm where the device does not share the host's cores.
+
+Each case runs once as a real worker with ``ab_harness``'s ``--pin-cores --alternate-reads``: its
+host Python on one core, the CPU device's threads on the other, sampling runs alternating between
+the reads and the counterfactual without them, in one process (so a busy machine's load falls on
+both arms alike). The truth (``ab_truth``) is the saving of neighbouring runs, measured on the
+device timeline alone; the claim is what the analysis charges ``transfer_from_device`` per step in
+the runs with reads. Cases: ``helper``, the denoise loop whose library-like ``tiny_scheduler``
+reads (``.nonzero().item()``) every step; ``closure``, a read in a step closure
+(``xm.add_step_closure``) every step. The saving in step time, and the diffusers scheduler loop
+(whose one read per run is below this machine's noise), are measured by
+``bench/bench_read_cost_ab.py``: see the README's rules for the figures and why the step-time
+saving is not asserted here.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import _capture
+from tests.support.ab_truth import ab_figures
+from tests.support.workers import DemoWorker
+from tests.support.workloads import denoise_worker
+from tests.support.workloads.ab_harness import thread_cores
+from xlaprof.analysis import analyze
+from xlaprof.session import Session
+
+pytestmark = pytest.mark.torch_xla
+
+AB = ["--pin-cores", "--alternate-reads"]
+CASES = {
+    "helper": ("tests.support.workloads.denoise_worker", ["--spans", "xp"], denoise_worker.STEPS_PER_RUN),
+    "closure": ("tests.support.workloads.denoise_worker",
+                ["--spans", "xp", "--no-scheduler-reads", "--closure-every", "1"], denoise_worker.STEPS_PER_RUN),
+}
+TOLERANCE = 0.3
+
+
+@pytest.fixture(scope="session")
+def ab_cases(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
+    """{case: (its figures, the worker's pid, its threads' cores as the capture ended)}."""
+    logdir = str(tmp_path_factory.mktemp("ab"))
+    cases = {}
+    for case, (module, args, steps_per_run) in CASES.items():
+        worker = DemoWorker(*args, *AB, debug_file=None, module=module)
+        try:
+            session = _capture(worker.port, logdir, case)
+            pid, cores = worker.process.pid, thread_cores(worker.process.pid)
+        finally:
+            worker.stop()
+        cases[case] = ab_figures(analyze(Session.load(session)), steps_per_run), pid, cores
+    return cases
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_host_and_the_cpu_device_run_on_separate_cores(ab_cases, case):
+    _, pid, cores = ab_cases[case]
+    assert cores[pid][0] == "0", cores  # the main thread: the host's Python
+    assert {allowed for allowed, _, _ in cores.values()} == {"0", "1"}, cores  # every thread on one core
+    # The busiest other thread runs the device's programs: the XLA CPU client kept it where it was put.
+    busiest = max((tid for tid in cores if tid != pid), key=lambda tid: cores[tid][2])
+    assert cores[busiest][:2] == ("1", 1), cores
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_reads_charge_is_its_saving_in_device_idle_time(ab_cases, case):
+    figures, _, _ = ab_cases[case]
+    assert figures["pairs"] >= 3, figures
+    assert figures["idle_saving_us"] > 0, figures
+    assert abs(figures["charged_us"] - figures["idle_saving_us"]) <= TOLERANCE * figures["idle_saving_us"], figures

@@ -1,0 +1,54 @@
+"""The A/B truth of a read's cost, from one capture of a workload run with ``ab_harness``'s
+``--alternate-reads`` (and ``--pin-cores``).
+
+Contract: ``arm_runs(analysis)`` is, per arm (``ab_harness.READS_ARM``, ``NO_READS_ARM``), one
+``(start_us, wall_us, idle_us, charged_us)`` per sampling run whose span lies whole inside the
+capture window, in time order: the run's wall time (its span: steps, and the device work, drained
+at its end), the device's idle time inside it (wall minus busy: the device timeline alone), and
+the idle time the analysis charged to ``transfer_from_device`` inside it.
+``ab_figures(analysis, steps_per_run)`` is the case's figures per step: per arm the run count and
+the median run wall time; ``saving_us``, the median over neighbouring pairs of runs (one with
+reads, the next without, so both saw about the same load) of the difference of their wall times:
+the truth, what removing the reads saves; ``idle_saving_us``, the same for the device's idle time
+(the saving without what the arms' device work differs by); ``charged_us``, the median charge of a
+run with reads: the analysis' claim; ``pairs``, the number of pairs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
+from xlaprof.analysis import intervals
+from xlaprof.analysis.attribution import CODE, Cause
+
+
+def arm_runs(analysis) -> dict[str, list[tuple[float, float, float, float]]]:
+    (worker,) = analysis.workers
+    spans, pieces, devices = worker.host.spans, worker.pieces, worker.devices
+    w0, w1 = worker.window
+    read = pieces.cause == CODE[Cause.TRANSFER_FROM_DEVICE]
+    p0, p1 = pieces.start_us[read], pieces.start_us[read] + pieces.dur_us[read]
+    runs: dict[str, list[tuple[float, float, float, float]]] = {READS_ARM: [], NO_READS_ARM: []}
+    for i, name in enumerate(spans.name):
+        start, end = float(spans.start[i]), float(spans.end[i])
+        if name in runs and w0 <= start and end <= w1:
+            charged = float(np.clip(np.minimum(p1, end) - np.maximum(p0, start), 0, None).sum())
+            busy = sum(intervals.total(*intervals.clip(d.busy_starts, d.busy_ends, start, end)) for d in devices)
+            runs[name].append((start, end - start, len(devices) * (end - start) - busy, charged))
+    return {arm: sorted(rs) for arm, rs in runs.items()}
+
+
+def ab_figures(analysis, steps_per_run: int) -> dict:
+    runs = arm_runs(analysis)
+    wall = {arm: float(np.median([r[1] for r in rs])) / steps_per_run if rs else float("nan")
+            for arm, rs in runs.items()}
+    with_reads, without = runs[READS_ARM], runs[NO_READS_ARM]
+    # Runs alternate: each run with reads pairs with the next run without, which began as it ended.
+    pairs = [(w, o) for w in with_reads for o in without if abs(o[0] - (w[0] + w[1])) < 0.5 * w[1]]
+
+    def per_step(values: list[float]) -> float:
+        return float(np.median(values)) / steps_per_run if values else float("nan")
+    return {"runs": {arm: len(rs) for arm, rs in runs.items()}, "pairs": len(pairs), "wall_us": wall,
+            "saving_us": per_step([w[1] - o[1] for w, o in pairs]),
+            "idle_saving_us": per_step([w[2] - o[2] for w, o in pairs]),
+            "charged_us": per_step([r[3] for r in with_reads])}

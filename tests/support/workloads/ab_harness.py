@@ -1,0 +1,95 @@
+"""The A/B truth harness of a read's cost: both arms in one process, host and device on separate cores.
+
+Contract: ``add_options(parser)`` adds to a workload's parser:
+- ``--pin-cores``: ``pin_if_asked(args)`` then (on a machine with at least two usable cores) starts
+  the daemon thread ``pin-cores``, which every ``REPIN_S`` gives each thread of the process, by its
+  native id, one core: the process's Python threads (the main thread, the stack sampler's emitters,
+  ``threading`` threads: the host) the first usable core, every other thread (the native pools of
+  torch_xla and the XLA CPU client, which run the device's programs and transfers, created lazily
+  at the first compile and execution, and the profiler's) the second. New threads inherit their
+  creator's core, hence the repeats; a thread is pinned again only if its side changed (a Python
+  thread seen before ``threading`` registered it).
+- ``--alternate-reads``: ``with sampling_run(args, number) as reads:`` around each sampling run of
+  the workload: even runs read (``reads`` is True), odd runs take the workload's counterfactual
+  without the reads; each run is the span ``READS_ARM`` or ``NO_READS_ARM`` and ends with
+  ``xm.wait_device_ops()`` inside it (not a read: no value comes back), so a run's span is its
+  whole cost, device work included (a run without reads leaves none of it to the next run).
+  Both arms run interleaved in one process, so a busy machine's changing load falls on both
+  alike. Without the option ``reads`` is True and nothing is added.
+``thread_cores(pid)`` reads, from outside, each thread's allowed cores, the core it last ran on and
+the CPU time it used (clock ticks).
+
+On the CPU device the "device" computes on the host's cores: an A/B saving in step time mixes a
+read's cost with the host and the device contending for cores. Pinned, the host's Python and the
+device's programs each have a core of their own (other processes may still share them).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import threading
+import time
+
+REPIN_S = 0.2
+
+
+READS_ARM, NO_READS_ARM = "with_reads", "without_reads"
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pin-cores", action="store_true",
+                        help="host Python threads on one core, the CPU device's native threads on another")
+    parser.add_argument("--alternate-reads", action="store_true",
+                        help="even sampling runs read, odd runs do not; steps named after their arm")
+
+
+@contextlib.contextmanager
+def sampling_run(args: argparse.Namespace, number: int):
+    if not args.alternate_reads:
+        yield True
+        return
+    import torch_xla.core.xla_model as xm
+
+    import xlaprof
+
+    reads = number % 2 == 0
+    with xlaprof.trace(READS_ARM if reads else NO_READS_ARM):
+        yield reads
+        xm.wait_device_ops()
+
+
+def pin_if_asked(args: argparse.Namespace) -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    if args.pin_cores and len(cores) >= 2:
+        threading.Thread(target=_keep_pinned, args=(cores[0], cores[1]), daemon=True, name="pin-cores").start()
+
+
+def _keep_pinned(host_core: int, device_core: int) -> None:
+    core_of: dict[int, int] = {}
+    while True:
+        python = {t.native_id for t in threading.enumerate()}
+        for tid in map(int, os.listdir("/proc/self/task")):
+            core = host_core if tid in python else device_core
+            if core_of.get(tid) != core:  # new, or a Python thread seen before it registered
+                try:
+                    os.sched_setaffinity(tid, {core})
+                except OSError:  # the thread ended meanwhile
+                    continue
+                core_of[tid] = core
+        time.sleep(REPIN_S)
+
+
+def thread_cores(pid: int) -> dict[int, tuple[str, int, int]]:
+    """{thread id: (its allowed cores as /proc lists them, e.g. "1"; the core it last ran on; its CPU ticks)}."""
+    cores = {}
+    for tid in map(int, os.listdir(f"/proc/{pid}/task")):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as status:
+                allowed = next(line.split(":")[1].strip() for line in status if line.startswith("Cpus_allowed_list"))
+            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()  # from field 3 (state) on
+        except (OSError, StopIteration):
+            continue
+        cores[tid] = allowed, int(fields[36]), int(fields[11]) + int(fields[12])
+    return cores
