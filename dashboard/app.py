@@ -5,7 +5,12 @@ Contract: ``create_app(logdir, state=None)`` returns a ``dash.Dash`` serving
 - ``/session/<run>``: one session (``pages_session``); ``?from_ms=&to_ms=`` opens the timeline
   on that range,
 - ``/compare``: two sessions side by side (``pages_compare``); ``?before=RUN&after=RUN`` picks them,
-- anything else: a not-found message. No URL reaches a file: session ids go through
+- anything else: a not-found message.
+The first page comes drawn in the layout (``/_dash-layout``, for the URL its request's Referer
+names), so the browser shows it without a callback after the page loads; a click on a link draws
+the next page through the router callback (as does the first page, when a layout request names
+no URL). Plotly is the partial bundle ``assets/plotly-xlaprof.min.js`` (see ``plotly_bundle/``),
+loaded with the page, so that ``dcc.Graph`` never fetches the full 4.8 MB one. No URL reaches a file: session ids go through
   ``logdir_guard`` (in ``AppState.entry``), and an unexpected failure while drawing a page shows
   one error on that page, never a traceback, while the rest of the app keeps working. A body over
   a few MB gets 413, a malformed callback request 400 (``request_guard``).
@@ -13,9 +18,11 @@ Contract: ``create_app(logdir, state=None)`` returns a ``dash.Dash`` serving
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 from dash import Dash, Input, Output, dcc, html
 from dash.exceptions import DependencyException
+from flask import has_request_context, request
 
 from dashboard import components as ui
 from dashboard import (
@@ -34,16 +41,12 @@ log = logging.getLogger("xlaprof")
 def create_app(logdir: str, state: AppState | None = None) -> Dash:
     state = state or AppState(str(logdir))
     app = Dash(__name__, title="xlaprof", update_title=None, suppress_callback_exceptions=True)
-    app.layout = html.Div([
-        dcc.Location(id="url", refresh=False),
-        html.Header([dcc.Link("xlaprof", href="/", className="brand"),
-                     html.Span("why is my device idle, and which line is to blame", className="tagline"),
-                     dcc.Link("compare", href=ui.COMPARE_PATH, className="nav")],
-                    className="topbar"),
-        html.Main(id="page", className="page"),
-    ])
+    app.layout = lambda: _shell(state)
 
-    @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
+    # The first page comes with the layout; this draws the pages a click on a link leads to (and the
+    # first page when the layout's request did not say its URL: ``url`` then mounts without one and sets it).
+    @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"),
+                  prevent_initial_call=True)
     def route(pathname, search):
         return page_for(state, pathname, search)
 
@@ -55,6 +58,29 @@ def create_app(logdir: str, state: AppState | None = None) -> Dash:
     pages_compare.register(app, state)
     request_guard.install(app)
     return app
+
+
+def _shell(state: AppState) -> html.Div:
+    """The app's layout: the top bar and the page of the URL the browser asks it for (the layout
+    request's Referer), drawn here so that the first view needs no callback after the page loads."""
+    url = urlsplit(request.referrer or "") if has_request_context() else None
+    if not url or not url.path:
+        return _page_shell(dcc.Location(id="url", refresh=False), None)
+    search = f"?{url.query}" if url.query else ""
+    # ``url`` holds the page's own location, so that it mounts without a change that would draw the page again.
+    return _page_shell(dcc.Location(id="url", refresh=False, pathname=url.path, search=search),
+                       page_for(state, url.path, search))
+
+
+def _page_shell(location: dcc.Location, page: html.Div | None) -> html.Div:
+    return html.Div([
+        location,
+        html.Header([dcc.Link("xlaprof", href="/", className="brand"),
+                     html.Span("why is my device idle, and which line is to blame", className="tagline"),
+                     dcc.Link("compare", href=ui.COMPARE_PATH, className="nav")],
+                    className="topbar"),
+        html.Main(page, id="page", className="page"),
+    ])
 
 
 def page_for(state: AppState, pathname: object, search: object) -> html.Div:

@@ -4,7 +4,7 @@ Contract: ``callback_body`` builds the JSON of one ``/_dash-update-component`` P
 ``output_for(callbacks, trigger)`` finds the output key of the callback that an input fires
 (``callbacks``: (output key, inputs) pairs, from ``app.callback_map`` or ``/_dash-dependencies``);
 ``browse(base_url, run)`` does what one person opening a session does (sessions page, session
-page, a zoom, a page of the gaps table) over HTTP and returns each request's (status, seconds).
+page, each with its layout, a zoom, a page of the gaps table) over HTTP and returns each request's (status, seconds).
 """
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ def output_for(callbacks, trigger: str) -> str:
     return key
 
 
-def _request(url: str, body: dict | None = None) -> tuple[int, float]:
+def _request(url: str, body: dict | None = None, referrer: str | None = None) -> tuple[int, float]:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
+    headers = {"Content-Type": "application/json"} if data else {}
+    request = urllib.request.Request(url, data=data, headers=headers | ({"Referer": referrer} if referrer else {}))
     started = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
@@ -48,15 +49,14 @@ def live_callbacks(base_url: str) -> list[tuple[str, list]]:
 
 def browse(base_url: str, run: str, callbacks: list[tuple[str, list]], zoom_ms: tuple[float, float]
            ) -> list[tuple[int, float]]:
-    page, callback = f"/session/{run}", base_url + "/_dash-update-component"
-    route = output_for(callbacks, "url.pathname")
+    page, callback, layout = f"/session/{run}", base_url + "/_dash-update-component", base_url + "/_dash-layout"
     zoom = output_for(callbacks, "timeline.relayoutData")
     gaps = output_for(callbacks, "gaps-table.getRowsRequest")
     return [
         _request(base_url + "/"),
-        _request(callback, callback_body(route, [("url", "pathname", "/"), ("url", "search", "")])),
+        _request(layout, referrer=base_url + "/"),  # a page comes drawn in the layout of its URL
         _request(base_url + page),
-        _request(callback, callback_body(route, [("url", "pathname", page), ("url", "search", "")])),
+        _request(layout, referrer=base_url + page),
         _request(callback, callback_body(zoom, [("timeline", "relayoutData", {"xaxis.range[0]": zoom_ms[0],
                                                                              "xaxis.range[1]": zoom_ms[1]}),
                                                 ("timeline-reset", "n_clicks", None)],

@@ -285,3 +285,50 @@ def test_serve_defaults_to_loopback():
     import inspect
 
     assert inspect.signature(server.serve).parameters["host"].default == "127.0.0.1"
+
+
+def _layout(client, referrer: str | None) -> dict:
+    response = client.get("/_dash-layout", headers={"Referer": referrer} if referrer else {})
+    assert response.status_code == 200
+    return json.loads(response.get_data(as_text=True))
+
+
+def _find(node: object, component_id: str) -> dict | None:
+    """The component of id ``component_id`` in a layout's JSON (depth first)."""
+    if isinstance(node, list):
+        return next((found for child in node if (found := _find(child, component_id))), None)
+    if not isinstance(node, dict):
+        return None
+    props = node.get("props", {})
+    return node if props.get("id") == component_id else _find(props.get("children"), component_id)
+
+
+def test_the_layout_carries_the_page_of_the_url_it_is_asked_for(setup):
+    client, _ = setup
+    layout = _layout(client, "http://127.0.0.1:8050/session/train?from_ms=10&to_ms=12")
+    # The page is drawn with the layout (no callback after load), and the location holds its own URL,
+    # so that it mounts without a change that would draw the page a second time.
+    props = _find(layout, "url")["props"]
+    assert (props["pathname"], props["search"]) == ("/session/train", "?from_ms=10&to_ms=12")
+    assert _find(layout, "session-page") is not None
+    assert "10.000 – 12.000 ms" in json.dumps(_find(layout, "timeline-status"), ensure_ascii=False)
+    assert _find(_layout(client, "http://127.0.0.1:8050/session/no-such-run"), "not-found") is not None
+    assert _find(_layout(client, "http://127.0.0.1:8050/"), "sessions-table") is not None
+
+
+def test_a_layout_request_without_a_referrer_leaves_the_page_to_the_router(setup):
+    client, _ = setup
+    layout = _layout(client, None)
+    assert _find(layout, "page")["props"].get("children") is None
+    assert "pathname" not in _find(layout, "url")["props"]  # it mounts, sets its pathname, and the router draws
+
+
+def test_the_plotly_bundle_has_every_trace_the_dashboard_draws():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "dashboard"
+    used = {name.lower() for path in root.rglob("*.py") for name in re.findall(r"\bgo\.([A-Z]\w+)\(", path.read_text())}
+    used.discard("figure")
+    bundled = set(re.findall(r'moduleType:"trace",name:"(\w+)"', (root / "assets" / "plotly-xlaprof.min.js").read_text()))
+    assert used and used <= bundled, f"traces drawn but not in the bundle (see dashboard/plotly_bundle): {used - bundled}"
