@@ -12,7 +12,7 @@ import time
 import pytest
 
 from collectors.server import free_port
-from tests.support.workers import REPO, DemoWorker, run_cli
+from tests.support.workers import REPO, DemoWorker, run_cli, wait_for_client
 from xlaprof.session import Session, list_sessions
 
 pytestmark = pytest.mark.torch_xla
@@ -123,7 +123,8 @@ def test_a_busy_worker_is_named_busy_and_hosts_come_from_a_file(live_worker, tmp
     first = subprocess.Popen(
         [sys.executable, "-m", "xlaprof", "capture", "--host", f"localhost:{live_worker.port}", "-d", "4",
          "-o", str(tmp_path / "first")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # the first capture records
+    wait_for_client(live_worker.port)  # the first capture records (its request is with the server)
+    time.sleep(0.5)
     dead = free_port()
     hosts = tmp_path / "hosts.txt"
     hosts.write_text(f"# the pod\nlocalhost:{live_worker.port}\nlocalhost:{dead}  # down\n")

@@ -7,12 +7,15 @@ runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
 ``SYNC_COUNTS`` is worker-script source defining ``counts()``: the (TransferFromDevice, MarkStep)
 counts so far, for the tests that check instrumentation adds neither.
 ``source_line(module, text)`` is the number of a workload module's first line holding ``text``.
+``wait_for_client(port)`` waits until a client holds a connection to a local server's ``port``
+(from /proc/net/tcp*: e.g. a capture is talking to a worker's profiler server).
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 
 from collectors.demo import start_worker, stop_worker, wait_ready
 from collectors.server import free_port
@@ -58,3 +61,18 @@ def source_line(module, text: str) -> int:
     """The number of ``module``'s first source line holding ``text``: the line a finding names."""
     with open(module.__file__) as handle:
         return next(i for i, line in enumerate(handle, 1) if text in line)
+
+
+def wait_for_client(port: int, timeout: float = 60.0) -> None:
+    """Return once a TCP connection to ``port`` on this machine is established (Linux), else fail."""
+    wanted = f":{port:04X} "
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as handle:
+                rows = handle.read().splitlines()[1:]
+            # columns: sl, local address, remote address, state (01: ESTABLISHED), ...
+            if any(wanted in row.split()[1] + " " and row.split()[3] == "01" for row in rows):
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no client connected to port {port} within {timeout} s")
