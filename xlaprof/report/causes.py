@@ -28,9 +28,10 @@ CAUSE_ROWS: dict[str, CauseRow] = {
     "compile": CauseRow("compiling a graph (a new shape, a new graph)", "#8e44ad"),
     "transfer_from_device": CauseRow("blocked in a read of a device value (.item(), print(t), ...)", "#e4572e"),
     "transfer_to_device": CauseRow("copying inputs to the device", "#2f80ed"),
-    "host_tracing": CauseRow("running the step's Python and tracing the graph", "#f2b134"),
-    "host_blocked": CauseRow("blocked outside torch_xla (sleep, queue get, file I/O)", "#8d6e63"),
-    "unattributed": CauseRow("nothing recorded (untraced data loading, sleeping, ...)", "#a0a4a8"),
+    "host_tracing": CauseRow("running Python (the model, the optimizer, your loop) and tracing the graph",
+                             "#f2b134"),
+    "host_blocked": CauseRow("blocked outside torch (a sleep, a queue or DataLoader get, I/O, a lock)", "#8d6e63"),
+    "unattributed": CauseRow("nothing recorded and no Python stack sampled", "#a0a4a8"),
 }
 UNKNOWN = CauseRow("", "#555555")
 

@@ -89,8 +89,8 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
     if minor:
         out.append(f"  under {MINOR_SHARE:.0%} of the idle time each:\n")
         for f in minor:
-            out.append(textwrap.shorten(f"    [{f['kind']}] {_t(f['lost_us'])} at "
-                                        f"{short_location(f['source']) or f['span'] or NO_SPAN}", WIDTH) + "\n")
+            where = short_location(f["source"]) or f["span"] or NO_SPAN
+            out.append("    " + textwrap.shorten(f"[{f['kind']}] {_t(f['lost_us'])} at {where}", WIDTH - 4) + "\n")
 
     out += _line_rows(data["idle_by_line"], idle, top)
 
