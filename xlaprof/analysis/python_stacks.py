@@ -158,12 +158,16 @@ class StackSamples:
             stale_run[stale], found[stale] = found[stale], -1
         return found, stale_run
 
+    def _stack_of(self, runs: np.ndarray) -> np.ndarray:
+        """The stack id of each run (-1 for none)."""
+        return np.where(runs >= 0, self.stack[np.maximum(runs, 0)], -1)
+
     def _seen_after_same_stack(self, line: int, found: np.ndarray, stale_run: np.ndarray) -> np.ndarray:
         """Stack ids of events: a seen event's run's; an unseen one (``stale_run`` >= 0) takes the
         stack most often seen for the events whose run followed a run of its stale run's stack (a
         loop's read, seen from inside in other iterations), else none (-1)."""
         lo, _ = self._ranges.get(int(line), (0, 0))
-        result = np.where(found >= 0, self.stack[np.maximum(found, 0)], -1)
+        result = self._stack_of(found)
         unseen = np.flatnonzero(stale_run >= 0)
         known = found[found > lo]
         if not unseen.size or not known.size:
@@ -184,8 +188,7 @@ class StackSamples:
         for line in np.unique(lines).tolist():
             mine = np.flatnonzero(lines == line)
             if ends is None:
-                run = self._covering(line, times[mine])
-                result[mine] = np.where(run >= 0, self.stack[np.maximum(run, 0)], -1)
+                result[mine] = self._stack_of(self._covering(line, times[mine]))
             else:
                 result[mine] = self._seen_after_same_stack(line, *self._first_seen(line, times[mine], ends[mine]))
         return result
@@ -197,9 +200,10 @@ class StackSamples:
         sampler did not see it). ``calls``: when each read's call provably was under way (its
         chain of runtime events before the transfer began). A read's run is ``_first_seen``'s
         where its stack is a reading stack, one the sampler saw from inside a reading call
-        somewhere in the capture (a run that began between ``calls`` and the read's end). A sampler that slept through a short read (or was kept off the
-        cores by the device's own threads, which a read sets to work) saw the thread on the line
-        it had before, then on the reading line just after, or on none: so where reading stacks
+        somewhere in the capture (a run that began between ``calls`` and the read's end). A
+        sampler that slept through a short read (or was kept off the cores by the device's own
+        threads, which a read sets to work) saw the thread on the line it had before, then on the
+        reading line just after, or on none: so where reading stacks
         exist, a read whose run's stack is not one takes the next run's (begun within ``LAG_US``
         of the read's end) if that one is, else the stack seen for the reads that followed a run
         of its run's stack (``_seen_after_same_stack``), else none: never a line that does not
@@ -215,7 +219,7 @@ class StackSamples:
         after = np.searchsorted(self.start[lo:hi], ends - SEEN_US, side="left") + lo
         soon = (after < hi) & (self.start[np.minimum(after, hi - 1)] - ends <= LAG_US)
         next_stack = np.where(soon, self.stack[np.minimum(after, hi - 1)], -1)
-        found_stack = np.where(run >= 0, self.stack[np.maximum(run, 0)], -1)
+        found_stack = self._stack_of(run)
         doubtful = reading.any() & (found_stack >= 0) & ~reading[found_stack]
         moved = doubtful & reading[next_stack]
         stale_run = np.where(doubtful & ~moved, run, stale_run)  # like a stale run: its stack went before
