@@ -43,7 +43,7 @@ from xlaprof.analysis.steps import StepTable, step_table
 from xlaprof.analysis.summary_html import summary_html
 from xlaprof.analysis.tables import Table, columns_of
 from xlaprof.analysis.worker_comparison import WorkerComparison, compare_workers
-from xlaprof.analysis.worker_summary import WorkerSummary, summarize_worker
+from xlaprof.analysis.worker_summary import GapRow, WorkerSummary, summarize_worker, worker_gap_rows
 from xlaprof.errors import BadProfileError
 from xlaprof.hlo import HloModules, hlo_modules
 from xlaprof.session import Session, Worker, storage
@@ -52,7 +52,6 @@ from xlaprof.session.manifest import WorkerStatus
 from xlaprof.xspace.metrics import MetricsDelta, window_metrics
 
 HOST_RECORDED_SHARE = 0.5
-GAP_COLUMNS = ("worker", "device", "start_us", "dur_us", "cause", "span", "source", "stack", "at_capture_edge")
 NO_STACKS_NOTE = ("no Python stacks in the capture of {workers} (a worker without xlaprof's stack sampler: "
                   "xp.start_server, an older xlaprof, one installed without a C compiler, or stack_hz=0): "
                   "lines come from spans only")
@@ -150,16 +149,7 @@ class SessionAnalysis:
     @property
     def gaps(self) -> Table:
         """Every idle gap piece: worker, device, start_us, dur_us, cause, span, source, stack, at_capture_edge."""
-        rows = Table(columns=GAP_COLUMNS)
-        for w in self.workers:
-            p, edge = w.pieces, w.at_capture_edge()
-            for i in range(len(p)):
-                span, source, stack = w.piece_place(i)
-                rows.append({"worker": w.worker.label, "device": w.devices[p.device[i]].name,
-                             "start_us": float(p.start_us[i]), "dur_us": float(p.dur_us[i]),
-                             "cause": CAUSES[p.cause[i]].value, "span": span, "source": source, "stack": stack,
-                             "at_capture_edge": bool(edge[i])})
-        return rows
+        return Table((asdict(row) for w in self.workers for row in worker_gap_rows(w)), columns_of(GapRow))
 
     @property
     def steps(self) -> Table:
