@@ -157,12 +157,9 @@ class SessionAnalysis:
         rows = Table(columns=("worker", "step", "name", "start_us", "wall_us", "busy_us") + tuple(
             f"idle_{c.value}_us" for c in CAUSES))
         for w in self.workers:
-            t = w.steps
-            for i in range(len(t)):
-                rows.append({"worker": w.worker.label, "step": int(t.step[i]), "name": t.name[i],
-                             "start_us": float(t.start_us[i]), "wall_us": float(t.end_us[i] - t.start_us[i]),
-                             "busy_us": float(t.busy_us[i]),
-                             **{f"idle_{c.value}_us": float(t.idle_us[i, k]) for k, c in enumerate(CAUSES)}})
+            for row in w.steps.rows():
+                idle = row.pop("idle_by_cause_us")
+                rows.append({"worker": w.worker.label, **row, **{f"idle_{c}_us": us for c, us in idle.items()}})
         return rows
 
     @property

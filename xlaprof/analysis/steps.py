@@ -5,7 +5,8 @@ span (``xlaprof.step`` or torch_xla's ``StepTrace``: host spans with a ``step_nu
 start; where the host has none, one per event of the first device plane's "Steps" line (TPU
 captures; the event's name is its step number). ``busy_us`` and ``idle_us[:, code]`` are summed
 over the worker's devices (microseconds of device time, so a 4-chip host can show up to 4x the
-step's wall time), with ``code`` indexing ``attribution.CAUSES``.
+step's wall time), with ``code`` indexing ``attribution.CAUSES``; ``rows()`` gives them as dicts (the JSON's and the
+notebook's rows).
 """
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ class StepTable:
     def wall_us(self) -> np.ndarray:
         return self.end_us - self.start_us
 
+    def rows(self) -> list[dict]:
+        """One dict per step: step, name, start_us, wall_us, busy_us and idle_by_cause_us (cause -> us)."""
+        return [{"step": int(self.step[i]), "name": self.name[i], "start_us": float(self.start_us[i]),
+                 "wall_us": float(self.end_us[i] - self.start_us[i]), "busy_us": float(self.busy_us[i]),
+                 "idle_by_cause_us": {c.value: float(self.idle_us[i, k]) for k, c in enumerate(CAUSES)}}
+                for i in range(len(self))]
 
 
 def step_table(devices: list[DeviceTimeline], pieces: GapPieces, spans: SpanIndex) -> StepTable:

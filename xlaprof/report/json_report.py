@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.compiles import CompileSummary
 from xlaprof.analysis.device_profile import DeviceProfile
 from xlaprof.analysis.findings import Finding
@@ -101,10 +100,7 @@ def finding_json(f: Finding) -> dict:
 
 
 def steps_json(steps: StepTable) -> list[dict]:
-    return [{"step": int(steps.step[i]), "name": steps.name[i], "start_us": float(steps.start_us[i]),
-             "wall_us": float(steps.end_us[i] - steps.start_us[i]), "busy_us": float(steps.busy_us[i]),
-             "idle_by_cause_us": {c.value: float(steps.idle_us[i, k]) for k, c in enumerate(CAUSES)}}
-            for i in range(len(steps))]
+    return steps.rows()
 
 
 def comparison_json(comparison: WorkerComparison) -> dict:
