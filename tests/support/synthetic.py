@@ -352,19 +352,22 @@ def sampled_stacks(script: str = "train.py") -> dict[str, str]:
 
 
 def add_stack_samples(host: PlaneBuilder, *, thread_line_id: int, runs: list[tuple[float, float, str]],
-                      stacks: dict[str, str]) -> None:
+                      stacks: dict[str, str], cpu_share: dict[str, float] | None = None) -> None:
     """Sampler events on an emitter line: ``runs`` are (start, end, key into ``stacks``); the
     innermost run at each time wins (a step run holds the forward and read runs inside it), cut
-    where the stack changes, as the sampler does."""
+    where the stack changes, as the sampler does. ``cpu_share``: per key, the share of each event's
+    time its thread spent on a CPU (the sampler's ``py_cpu_us``); keys without one record none."""
     emitter = host.line(f"{vocabulary.STACK_LINE_PREFIX}MainThread")
     bounds = sorted({b for start, end, _ in runs for b in (start, end)})
     for left, right in zip(bounds, bounds[1:]):
         holding = [(end - start, kind) for start, end, kind in runs if start <= left and right <= end]
         if holding:
-            stack = stacks[min(holding)[1]]
+            key = min(holding)[1]
+            stack = stacks[key]
+            cpu = {} if key not in (cpu_share or {}) else {vocabulary.PY_CPU_STAT: round(cpu_share[key] * (right - left))}
             emitter.event(stack.rsplit("\n", 1)[-1].rsplit("/", 1)[-1], left, right - left, **{
                 vocabulary.PY_STACK_STAT: stack, vocabulary.PY_THREAD_STAT: thread_line_id,
-                vocabulary.PY_THREAD_NAME_STAT: "MainThread"})
+                vocabulary.PY_THREAD_NAME_STAT: "MainThread", **cpu})
 
 
 def _program_lines(builder: XSpaceBuilder, modules: list[LineBuilder], op_lines: list[LineBuilder],

@@ -175,3 +175,31 @@ def test_the_compilers_passes_are_no_user_spans_and_an_orphan_compile_is_a_compi
     assert [(r.start_us, r.dur_us) for r in edge] == [(0.0, 200.0)]
     # [0,200] the orphan compile, [500,600] the recorded one; the rest of [0,800] as before.
     assert result.idle_by_cause["compile"] == pytest.approx(300.0)
+
+
+def test_sampled_host_time_is_tracing_when_running_or_waiting_in_torch_and_blocked_elsewhere(tmp_path):
+    """No torch_xla event covers the gap [100, 600]; the training thread's sampled runs do: blocked
+    inside torch (the autograd engine's wait, 5% of the time on a CPU) [100, 250], blocked at its own
+    loader's line [250, 450] (2%), running Python [450, 600] (90%)."""
+    builder = XSpaceBuilder()
+    builder.task_environment(1000.0)
+    host = builder.plane(vocabulary.HOST_PLANE)
+    host.line("python", line_id=1).event("SyncTensorsGraphInternal", 20, 60)
+    modules = builder.plane("/device:TPU:0").line("XLA Modules")
+    modules.event("SyncTensorsGraph.1", 0, 100)
+    modules.event("SyncTensorsGraph.2", 600, 400)
+    stacks = {"main": MAIN, "sleep": f"{MAIN}\n/work/loader.py:7 next_batch",
+              "backward": f"{MAIN}\n/venv/lib/python3.11/site-packages/torch/autograd/graph.py:841 _engine_run_backward",
+              "forward": f"{MAIN}\n/work/model.py:5 forward"}
+    add_stack_samples(host, thread_line_id=1, stacks=stacks,
+                      runs=[(0, 100, "main"), (100, 250, "backward"), (250, 450, "sleep"), (450, 600, "forward"),
+                            (600, 1000, "main")],
+                      cpu_share={"main": 0.9, "sleep": 0.02, "backward": 0.05, "forward": 0.9})
+    out = analysis_json(analysed(tmp_path, builder.to_bytes()))
+    assert out["idle_by_cause_us"]["host_blocked"] == pytest.approx(200.0)
+    assert out["idle_by_cause_us"]["host_tracing"] == pytest.approx(300.0)
+    assert out["idle_by_cause_us"]["unattributed"] == pytest.approx(0.0)
+    blocked = next(f for f in out["findings"] if f["kind"] == "host_blocked")
+    assert blocked["source"] == "/work/loader.py:7" and "DataLoader" in blocked["advice"]
+    lines = {(row["source"], row["cause"]) for row in out["idle_by_line"]}
+    assert ("/work/train.py:20", "host_tracing") in lines and ("/work/model.py:5", "host_tracing") in lines
