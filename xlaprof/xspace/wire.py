@@ -84,7 +84,10 @@ def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Varints of up to 8 bytes (all but negative or huge numbers) are decoded from one 64-bit word
     each; longer ones byte by byte."""
-    word = _words(buf)[pos]
+    words = _words(buf)
+    # A corrupt length may point into the padding's last 7 bytes (or past it): no data is there, and the
+    # overrun checks reject what follows; the clamped word only keeps the lookup inside the buffer.
+    word = words[np.minimum(pos, words.size - 1)]
     stops = ~word & _STOP_BITS
     lowest = stops & (~stops + _ONE)  # the stop bit of the first byte without a continuation bit
     short = stops != 0
@@ -127,7 +130,10 @@ def _long_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _fixed(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
-    word = _words(buf)[pos]
+    words = _words(buf)
+    # A corrupt length may point into the padding's last 7 bytes (or past it): no data is there, and the
+    # overrun checks reject what follows; the clamped word only keeps the lookup inside the buffer.
+    word = words[np.minimum(pos, words.size - 1)]
     return word if width == 8 else word & np.uint64(0xFFFFFFFF)
 
 
