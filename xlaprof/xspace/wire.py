@@ -70,6 +70,14 @@ def _words(buf: np.ndarray) -> np.ndarray:
     return np.ndarray((buf.size - 7,), "<u8", buf, 0, (1,))
 
 
+def _words_at(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The 64-bit words at ``pos``. A corrupt length may point into the padding's last 7 bytes (or
+    past it): no data is there, and the overrun checks reject what follows; the clamp only keeps the
+    lookup inside the buffer."""
+    words = _words(buf)
+    return words[np.minimum(pos, words.size - 1)]
+
+
 _STOP_BITS = np.uint64(0x8080808080808080)
 _ONE = np.uint64(1)
 # Packing the 7-bit groups of a word: pairs of bytes, then of 14-bit groups, then of 28-bit groups.
@@ -84,10 +92,7 @@ def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Varints of up to 8 bytes (all but negative or huge numbers) are decoded from one 64-bit word
     each; longer ones byte by byte."""
-    words = _words(buf)
-    # A corrupt length may point into the padding's last 7 bytes (or past it): no data is there, and the
-    # overrun checks reject what follows; the clamped word only keeps the lookup inside the buffer.
-    word = words[np.minimum(pos, words.size - 1)]
+    word = _words_at(buf, pos)
     stops = ~word & _STOP_BITS
     lowest = stops & (~stops + _ONE)  # the stop bit of the first byte without a continuation bit
     short = stops != 0
@@ -130,10 +135,7 @@ def _long_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _fixed(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
-    words = _words(buf)
-    # A corrupt length may point into the padding's last 7 bytes (or past it): no data is there, and the
-    # overrun checks reject what follows; the clamped word only keeps the lookup inside the buffer.
-    word = words[np.minimum(pos, words.size - 1)]
+    word = _words_at(buf, pos)
     return word if width == 8 else word & np.uint64(0xFFFFFFFF)
 
 
