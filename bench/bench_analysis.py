@@ -5,7 +5,7 @@ Run on demand (not a test):  .venv/bin/python bench/bench_analysis.py [--events 
 For each size it builds a TPU-shaped training capture (``xlaprof.synthetic.training_capture``:
 4 chips, 50 ops per step, a read every step, a recompile every 100 steps), then times, each in a
 fresh subprocess so that its peak RSS is its own:
-  xlaprof: Session.load + analyze + the JSON report + json.dumps
+  xlaprof: Session.load + analyze + the JSON report, written as the CLI writes it
   xprof:   xspace_to_tool_data([path], "trace_viewer", {})
 Wall time is the work alone (imports excluded); peak RSS is the whole child process's.
 Then, as a person runs it, the command end to end (a fresh ``python -m xlaprof analyze PATH --json``
@@ -33,12 +33,14 @@ if REPO not in sys.path:
 def _child(tool: str, path: str) -> dict:
     if tool == "xlaprof":
         from xlaprof.analysis import analyze
-        from xlaprof.report import analysis_json
+        from xlaprof.report.json_report import write_analysis_json
         from xlaprof.session import Session
 
         start = time.perf_counter()
         session = Session.load(path)
-        out = json.dumps(analysis_json(analyze(session)))
+        pieces: list[bytes] = []
+        write_analysis_json(analyze(session), pieces.append)
+        out = b"".join(pieces)
         events = session.event_count
     else:
         from xprof.convert import raw_to_tool_data

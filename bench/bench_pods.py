@@ -5,13 +5,13 @@ Run on demand (not a test):  .venv/bin/python bench/bench_pods.py [--workers 8,3
 For each pod size it writes a session of that many workers (``tests/support/synthetic.py``'s
 TPU-shaped bench capture of ``--events`` events; ``--distinct`` different captures, seeds 0..n-1,
 repeated under different host names ``tpu-vm-N``), then, each in a fresh subprocess, times
-``Session.open`` + ``analyze`` + the JSON report + ``json.dumps``:
+``Session.open`` + ``analyze`` + the compact JSON report written as the CLI writes it (a piece at a
+time, ``write_analysis_json``; here into a hash):
   in-process   the workers one after the other in the client (``--jobs 1``)
   dask-1       a local cluster of 1 worker process (its start-up included)
   dask-2       a local cluster of 2 worker processes (its start-up included)
 and prints wall time, the client's peak RSS (the measuring process alone, not the cluster's
-workers; also its peak once the analysis is done, before the JSON report, whose per-worker step
-rows grow with the pod) and the ratio of each to the in-process path; it also checks that the three JSON reports
+workers; also its peak once the analysis is done, before the JSON report) and the ratio of each to the in-process path; it also checks that the three JSON reports
 are identical. Targets (issue 20): dask-2 at most 0.6x the in-process time at 32+ workers on a
 2-core machine; the client's peak at 64 workers at most 1.2x its peak at 8.
 """
@@ -38,7 +38,7 @@ def _child(path: str, processes: int) -> dict:
 
     from xlaprof.analysis import analyze
     from xlaprof.pods import cluster_tasks
-    from xlaprof.report import analysis_json
+    from xlaprof.report.json_report import write_analysis_json
     from xlaprof.session import Session
 
     def peak_mb() -> float:
@@ -52,10 +52,10 @@ def _child(path: str, processes: int) -> dict:
     else:
         analysis = analyze(session)
     analysed_mb = peak_mb()
-    text = json.dumps(analysis_json(analysis))
+    digest = hashlib.sha256()
+    write_analysis_json(analysis, digest.update)  # as the CLI writes it, a piece at a time
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "peak_mb": peak_mb(), "analysis_peak_mb": analysed_mb,
-            "digest": hashlib.sha256(text.encode()).hexdigest()}
+    return {"seconds": seconds, "peak_mb": peak_mb(), "analysis_peak_mb": analysed_mb, "digest": digest.hexdigest()}
 
 
 def _measure(path: str, processes: int) -> dict:

@@ -296,13 +296,17 @@ def _hand_on_read_limits(args) -> None:
             os.environ[variable] = str(value)
 
 
+def _json_indent(indent: int | None) -> int | None:
+    """``--indent``'s value; without it, 2 on a terminal (else compact)."""
+    return 2 if indent is None and sys.stdout.isatty() else indent
+
+
 def _write_json(data, indent: int | None) -> None:
     """``data`` as JSON on stdout: compact, or indented on a terminal or with ``--indent``; orjson
     where it can (compact, or by 2), else the standard encoder."""
     import orjson
 
-    if indent is None and sys.stdout.isatty():
-        indent = 2
+    indent = _json_indent(indent)
     if indent and indent != 2:
         import json
 
@@ -320,9 +324,14 @@ def _analyze(args) -> int:
 
     result = _analysed(args.path, args, AnalysisConfig(debug_file=args.debug_file))
     if args.json:  # the report's modules one by one: a command imports what it needs only
-        from xlaprof.report.json_report import analysis_json
+        from xlaprof.report.json_report import analysis_json, write_analysis_json
 
-        _write_json(analysis_json(result, source_root=os.getcwd()), args.indent)
+        if _json_indent(args.indent):
+            _write_json(analysis_json(result, source_root=os.getcwd()), args.indent)
+        else:  # compact, a piece at a time: a pod's report is never held whole
+            sys.stdout.flush()
+            write_analysis_json(result, sys.stdout.buffer.write, source_root=os.getcwd())
+            sys.stdout.buffer.flush()
     else:
         from xlaprof.report.text import render_text
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import orjson
 
 from tests.support.contract import CONTRACT_KEYS, key_paths
 from tests.support.debug_samples import TEXT, debug_block
@@ -17,7 +18,8 @@ from xlaprof.analysis import analyze
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.session_diff import diff_sessions
 from xlaprof.report import analysis_json, diff_json
-from xlaprof.report.json_contract import SCHEMA_VERSION, schema
+from xlaprof.report.json_contract import SCHEMA_VERSION, Columns, Deferred, finalize, schema, write_compact
+from xlaprof.report.json_report import write_analysis_json
 from xlaprof.session import Session
 
 NEEDS_METRICS = {k for k in CONTRACT_KEYS if k.startswith("metrics.")}
@@ -104,3 +106,44 @@ def test_a_diff_is_versioned_and_valid_against_the_published_schema(tmp_path):
     assert data["schema_version"] == SCHEMA_VERSION and data["findings"]
     jsonschema.validate(json.loads(json.dumps(data)), schema("diff"))
     assert all(t == round(t, 3) for t in _floats_under_us(data))
+
+
+def test_the_streamed_report_is_the_finalized_report_byte_for_byte(tmp_path):
+    report, analysis = _pod_report(tmp_path, source_root="/work/project")
+    pieces: list[bytes] = []
+    write_analysis_json(analysis, pieces.append, source_root="/work/project")
+    assert len(pieces) > 10  # written a piece at a time
+    assert b"".join(pieces) == orjson.dumps(report, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
+    assert [len(rows) for rows in report["steps"].values()] == [len(w.steps) for w in analysis.summaries]
+
+
+def test_columns_and_deferred_maps_take_the_contract_form_of_their_rows():
+    rows = {"step": [1, 2], "name": ["/src/a.py:3", "b"], "wall_us": [1.23456, float("nan")],
+            "share": [0.1234567890123456, float("inf")], "idle_by_cause_us": {"compile": [2.00049, 3.0]}}
+    as_rows = [{k: v[i] for k, v in rows.items() if k != "idle_by_cause_us"} |
+               {"idle_by_cause_us": {"compile": rows["idle_by_cause_us"]["compile"][i]}} for i in range(2)]
+    data = {"session": "/src/s", "steps": Deferred(lambda: iter([("w0", Columns(rows)), ("/src/w1", [])])),
+            "total_us": 0.0004}
+    plain = {"session": "/src/s", "steps": {"w0": as_rows, "/src/w1": []}, "total_us": 0.0004}
+    formed = finalize(data, "/src")
+    assert json.dumps(formed) == json.dumps(finalize(plain, "/src"))
+    assert formed["steps"]["w0"][0] == {"step": 1, "name": "a.py:3", "wall_us": 1.235, "share": 0.123456789012,
+                                        "idle_by_cause_us": {"compile": 2.0}}
+    assert list(formed["steps"]) == ["w0", "w1"]
+    pieces: list[bytes] = []
+    write_compact(data, pieces.append, "/src")
+    assert b"".join(pieces) == orjson.dumps(formed, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def test_a_deferred_map_is_made_an_entry_at_a_time_as_it_is_written():
+    events: list[str] = []
+
+    def entries():
+        for k in ("a", "b", "c"):
+            events.append(f"made {k}")
+            yield k, [1.0]
+    write_compact({"per_worker": Deferred(entries)}, lambda piece: events.append(piece.decode()))
+    made = [i for i, e in enumerate(events) if e.startswith("made")]
+    written = [i for i, e in enumerate(events) if e.endswith(":[1.0]")]
+    assert len(made) == len(written) == 3
+    assert all(m < w < n for m, w, n in zip(made, written, made[1:] + [len(events)]))  # each written before the next is made

@@ -37,12 +37,21 @@ class StepTable:
     def wall_us(self) -> np.ndarray:
         return self.end_us - self.start_us
 
+    def columns(self) -> dict:
+        """The rows column-wise: step, name, start_us, wall_us, busy_us (lists) and
+        idle_by_cause_us (cause -> its list)."""
+        idle = self.idle_us.T.tolist() if len(self) else [[] for _ in CAUSES]
+        return {"step": self.step.tolist(), "name": list(self.name), "start_us": self.start_us.tolist(),
+                "wall_us": self.wall_us.tolist(), "busy_us": self.busy_us.tolist(),
+                "idle_by_cause_us": {c.value: column for c, column in zip(CAUSES, idle)}}
+
     def rows(self) -> list[dict]:
         """One dict per step: step, name, start_us, wall_us, busy_us and idle_by_cause_us (cause -> us)."""
-        return [{"step": int(self.step[i]), "name": self.name[i], "start_us": float(self.start_us[i]),
-                 "wall_us": float(self.end_us[i] - self.start_us[i]), "busy_us": float(self.busy_us[i]),
-                 "idle_by_cause_us": {c.value: float(self.idle_us[i, k]) for k, c in enumerate(CAUSES)}}
-                for i in range(len(self))]
+        columns = self.columns()
+        idle = columns.pop("idle_by_cause_us")
+        idle_rows = [dict(zip(idle, values)) for values in zip(*idle.values())]
+        return [dict(zip(columns, values), idle_by_cause_us=by_cause)
+                for values, by_cause in zip(zip(*columns.values()), idle_rows)]
 
 
 def step_table(devices: list[DeviceTimeline], pieces: GapPieces, spans: SpanIndex) -> StepTable:

@@ -11,6 +11,10 @@ Contract: ``finalize(data, source_root)`` turns a report's dict into the contrac
   stacks, texts that quote a line), relative to it, and ``source_root`` stated once, last, as
   the one place that holds the full path (null: paths left as recorded). The ``session`` paths
   stay whole.
+A ``Columns`` value (rows given column-wise) is formed a column at a time, as its rows would be.
+``write_compact(data, write, source_root)`` writes the same as compact JSON a piece at a time:
+the values of a ``Deferred`` map (a pod's per-worker step rows) are made, written and dropped one
+by one, so a report's memory does not grow with them.
 ``schema(name)`` loads the published JSON Schema of ``"analysis"`` (``xlaprof analyze --json``)
 or ``"diff"`` (``xlaprof diff --json``), shipped in the package as ``schemas/<name>.schema.json``.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 
 SCHEMA_VERSION = "2.0"
@@ -25,10 +30,54 @@ SCHEMAS = ("analysis", "diff")
 _KEPT_WHOLE = frozenset({"session", "source_root"})  # keys whose paths are never made relative
 
 
+class Deferred:
+    """A map of a report whose values are made only when the report is finalized or written:
+    ``make()`` yields its (key, value) pairs one at a time."""
+
+    def __init__(self, make: Callable[[], Iterable[tuple]]) -> None:
+        self._make = make
+
+    def items(self) -> Iterable[tuple]:
+        return self._make()
+
+
+class Columns:
+    """Rows of a report given column-wise: ``columns`` maps each row key to its values, one per row
+    (a map of such columns for a map in each row). In the contract's form they are the rows, made
+    a column at a time (a pod's step rows: no walk per row)."""
+
+    def __init__(self, columns: dict) -> None:
+        self.columns = columns
+
+
 def finalize(data: dict, source_root: str | None = None) -> dict:
-    prefix = os.path.join(os.path.abspath(source_root), "") if source_root else None
-    body = _walk(data, prefix, time=False, key="")
-    return {"schema_version": SCHEMA_VERSION, **body, "source_root": os.path.abspath(source_root) if source_root else None}
+    body = _walk(data, _prefix(source_root), time=False, key="")
+    return {"schema_version": SCHEMA_VERSION, **body, "source_root": _root(source_root)}
+
+
+def write_compact(data: dict, write: Callable[[bytes], object], source_root: str | None = None) -> None:
+    """``finalize(data, source_root)`` as compact JSON and a newline (the bytes of orjson's ``dumps``)
+    passed to ``write`` a piece at a time: a ``Deferred`` map an entry at a time, so that its values
+    are never all held at once."""
+    import orjson
+
+    def dump(value) -> bytes:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+
+    prefix, keys = _prefix(source_root), {}
+    write(b'{"schema_version":' + dump(SCHEMA_VERSION))
+    for key, value in data.items():
+        text, in_time, _ = keys.get(key) or _key_form(key, prefix, keys)
+        write(b"," + dump(text) + b":")
+        if isinstance(value, Deferred):
+            sep = b"{"
+            for inner, item in _walk_items(value, prefix, in_time, keys, key):
+                write(sep + dump(inner) + b":" + dump(item))
+                sep = b","
+            write(b"{}" if sep == b"{" else b"}")
+        else:
+            write(dump(_walk(value, prefix, in_time, key, keys)))
+    write(b',"source_root":' + dump(_root(source_root)) + b"}\n")
 
 
 def schema(name: str) -> dict:
@@ -42,19 +91,11 @@ def _walk(value, prefix: str | None, time: bool, key: str, keys: dict | None = N
     kind = type(value)
     if kind is float:
         return round(value, 3) if time and value - value == 0 else _round(value, time)  # not inf, not nan
-    if kind is dict or isinstance(value, dict):
+    if kind is Columns:
+        return _walk_columns(value.columns, prefix, time, {} if keys is None else keys, key)
+    if kind is dict or isinstance(value, (dict, Deferred)):
         keys = {} if keys is None else keys
-        out = {}
-        for k, v in value.items():
-            if isinstance(k, str):
-                found = keys.get(k)
-                if found is None:
-                    found = keys[k] = (_relative(k, prefix), k.endswith("_us") and k != "relative", k != "relative")
-                text, is_time, keeps_time = found
-                out[text] = _walk(v, prefix, (time and keeps_time) or is_time, k, keys)
-            else:
-                out[k] = _walk(v, prefix, time, key, keys)
-        return out
+        return dict(_walk_items(value, prefix, time, keys, key))
     if kind is list or kind is tuple or isinstance(value, (list, tuple)):
         return [_walk(v, prefix, time, key, keys) for v in value]
     if isinstance(value, float):
@@ -62,6 +103,53 @@ def _walk(value, prefix: str | None, time: bool, key: str, keys: dict | None = N
     if isinstance(value, str) and key not in _KEPT_WHOLE:
         return _relative(value, prefix)
     return value
+
+
+def _walk_items(mapping, prefix: str | None, time: bool, keys: dict, key: str = "") -> Iterator[tuple]:
+    """A map's (key, value) pairs in the contract's form, one at a time (floats inline: most values are)."""
+    known = keys.get
+    for k, v in mapping.items():
+        text, is_time, keeps_time = known(k) or _key_form(k, prefix, keys)
+        in_time = is_time or (time and keeps_time)
+        if type(v) is float:
+            yield text, round(v, 3) if in_time and v - v == 0 else _round(v, in_time)
+        else:
+            yield text, _walk(v, prefix, in_time, k if isinstance(k, str) else key, keys)
+
+
+def _walk_columns(columns: dict, prefix: str | None, time: bool, keys: dict, key: str) -> list[dict]:
+    """The rows of ``columns`` in the contract's form (floats inline, as in ``_walk_items``)."""
+    texts, formed = [], []
+    for k, column in columns.items():
+        text, is_time, keeps_time = keys.get(k) or _key_form(k, prefix, keys)
+        t = is_time or (time and keeps_time)
+        texts.append(text)
+        if isinstance(column, dict):
+            formed.append(_walk_columns(column, prefix, t, keys, k))
+        else:
+            inner = k if isinstance(k, str) else key
+            formed.append([(round(v, 3) if t and v - v == 0 else _round(v, t)) if type(v) is float
+                           else _walk(v, prefix, t, inner, keys) for v in column])
+    return [dict(zip(texts, row)) for row in zip(*formed)]
+
+
+def _key_form(k, prefix: str | None, keys: dict) -> tuple:
+    """A map key's (text in the contract's form, whether it holds times, whether it keeps its
+    parent's times), cached in ``keys``."""
+    if isinstance(k, str):
+        found = (_relative(k, prefix), k.endswith("_us") and k != "relative", k != "relative")
+    else:
+        found = (k, False, True)
+    keys[k] = found
+    return found
+
+
+def _prefix(source_root: str | None) -> str | None:
+    return os.path.join(os.path.abspath(source_root), "") if source_root else None
+
+
+def _root(source_root: str | None) -> str | None:
+    return os.path.abspath(source_root) if source_root else None
 
 
 def _round(value: float, time: bool) -> float:

@@ -18,12 +18,15 @@ stacks where there is one, and ``stack`` the frames from the thread's outermost 
 ``idle_by_line`` ranks Python lines by the idle time they caused, per cause; ``notes`` says once
 what the analysis could not do (a worker without stacks); ``transfers_from_device.by_source``
 counts reads by line.
+``write_analysis_json(analysis, write)`` writes the same as compact JSON a piece at a time (the
+CLI's ``--json`` when not indented), each worker's step rows made and dropped in turn.
 Versioned (issue 21, ``json_contract``): ``schema_version`` first; times rounded to the
 nanosecond; with ``source_root`` (the CLI passes its current directory) paths under it relative
 to it and ``source_root`` stated last; the published schema is ``schemas/analysis.schema.json``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 
 from xlaprof.analysis import SessionAnalysis
@@ -35,7 +38,7 @@ from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.steps import StepTable
 from xlaprof.analysis.worker_comparison import WorkerComparison
 from xlaprof.analysis.worker_summary import WorkerSummary, largest_gaps, worker_gap_rows
-from xlaprof.report.json_contract import finalize
+from xlaprof.report.json_contract import Columns, Deferred, finalize, write_compact
 
 MAX_EXECUTION_CAUSES = 50  # (cause, frame) rows of the debug files listed
 MAX_GRAPHS = 50  # graphs listed, most device time first
@@ -44,7 +47,18 @@ MAX_LINES = 50  # Python lines listed by device time
 
 
 def analysis_json(analysis: SessionAnalysis, source_root: str | None = None) -> dict:
-    return finalize({
+    return finalize(_report(analysis), source_root)
+
+
+def write_analysis_json(analysis: SessionAnalysis, write: Callable[[bytes], object],
+                        source_root: str | None = None) -> None:
+    """``analysis_json`` as compact JSON, passed to ``write`` a piece at a time: each worker's step
+    rows are made and written in turn, never all at once (a pod's report stays small)."""
+    write_compact(_report(analysis), write, source_root)
+
+
+def _report(analysis: SessionAnalysis) -> dict:
+    return {
         "session": analysis.session.path,
         "workers": [worker_json(w) for w in analysis.summaries],
         "window_us": analysis.window_us,
@@ -59,7 +73,7 @@ def analysis_json(analysis: SessionAnalysis, source_root: str | None = None) -> 
         "idle_by_line": [dict(asdict(row), cause=row.cause.value, stack=list(row.stack))
                          for row in analysis.idle_by_line[:MAX_LINES]],
         "notes": analysis.notes,
-        "steps": {w.worker.label: steps_json(w.steps) for w in analysis.summaries},
+        "steps": Deferred(lambda: ((w.worker.label, steps_json(w.steps)) for w in analysis.summaries)),
         "metrics": {w.worker.label: w.metrics.to_json() if w.metrics else None for w in analysis.summaries},
         "compile_events": [dict(asdict(r), worker=w.worker.label) for w in analysis.summaries for r in w.compiles],
         "execution_causes": [asdict(row) for row in analysis.execution_causes[:MAX_EXECUTION_CAUSES]],
@@ -67,7 +81,7 @@ def analysis_json(analysis: SessionAnalysis, source_root: str | None = None) -> 
         **device_profile_json(analysis.device_profile),
         "event_count": analysis.event_count,
         "errors": analysis.errors,
-    }, source_root)
+    }
 
 
 def worker_json(w: WorkerSummary) -> dict:
@@ -99,8 +113,8 @@ def finding_json(f: Finding) -> dict:
     return dict(asdict(f), kind=f.kind.value, stack=list(f.stack))
 
 
-def steps_json(steps: StepTable) -> list[dict]:
-    return steps.rows()
+def steps_json(steps: StepTable) -> Columns:
+    return Columns(steps.columns())
 
 
 def comparison_json(comparison: WorkerComparison) -> dict:
