@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from tests.support.reader_columns import columns
 from tests.support.synthetic import training_capture, varint, write_wide_capture
 from tests.support.workers import REPO
-from xlaprof.xspace import schema
+from xlaprof.xspace import reader, schema
 from xlaprof.xspace.reader import TASK_ENVIRONMENT_PLANE, read_xspace, read_xspace_file
 
 
@@ -53,6 +54,19 @@ def test_pieces_of_any_size_give_the_events_of_the_whole_file(chunk_bytes):
         assert [round((start - r[2] * 1e-3) * 1e6) for start, r in zip(plane.events.start_us.tolist(), rows)] \
             == [r[3] for r in rows]
 
+
+def test_a_local_files_planes_read_on_threads_are_those_read_one_after_the_other(tmp_path, monkeypatch):
+    data = training_capture(steps=30, devices=4, recompile_every=7, seed=5)
+    path = tmp_path / "w.xplane.pb"
+    path.write_bytes(data)
+    threads = set()
+    read_plane = reader._read_plane
+    monkeypatch.setattr(reader, "_read_plane", lambda *a: threads.add(threading.get_ident()) or read_plane(*a))
+    with open(path, "rb") as handle:
+        threaded = read_xspace_file(handle, len(data), source=str(path), chunk_bytes=1000)
+    assert 1 <= len(threads) <= reader.READ_THREADS and threading.get_ident() not in threads  # reading threads
+    serial = read_xspace_file(io.BytesIO(data), len(data), source="x", chunk_bytes=1000)
+    assert len(serial.planes) == 5 and columns(threaded) == columns(serial)
 
 
 _READ_AND_MEASURE = """
