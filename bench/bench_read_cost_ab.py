@@ -3,8 +3,9 @@
 Run as ``python bench/bench_read_cost_ab.py [--repeat N] [--cases helper,closure,diffusers]``
 (PJRT_DEVICE=CPU, torch_xla installed). Each repetition captures each case once with the real CLI
 from a worker run with ``--pin-cores --alternate-reads`` (``tests/support/workloads/ab_harness.py``)
-and prints per case: the charge per step (``transfer_from_device`` in the runs with reads), the
-saving per step in step time and in device idle time (medians over neighbouring run pairs, see
+and prints per case: the charge per step (``transfer_from_device`` in the runs with reads) and the
+cost (that charge plus the device time the reads added, ``read_slowdown``), the saving per step in
+step time and in device idle time (medians over neighbouring run pairs, see
 ``tests/support/ab_truth.py``) and their ratios; at the end, per case the median and the range of
 each ratio over the repetitions. Cases: ``helper`` (denoise loop, ``tiny_scheduler``'s
 ``.nonzero().item()`` every step), ``closure`` (a read in ``xm.add_step_closure`` every step),
@@ -46,17 +47,19 @@ def main() -> None:
                 module, worker_args, steps_per_run = CASES[case]
                 ((_, analysis),) = capture_arms(logdir, {f"{case}{repetition}": worker_args + AB}, module).values()
                 f = ab_figures(analysis, steps_per_run)
-                step_ratio, idle_ratio = f["charged_us"] / f["saving_us"], f["charged_us"] / f["idle_saving_us"]
-                ratios.setdefault(case, []).append((step_ratio, idle_ratio))
-                print(f"{case:9s} pairs {f['pairs']:2d}  charged {f['charged_us']:7.0f} us/step  "
-                      f"saving: step time {f['saving_us']:7.0f} (ratio {step_ratio:5.2f})  "
-                      f"device idle {f['idle_saving_us']:7.0f} (ratio {idle_ratio:5.2f})  "
+                step_ratio, idle_ratio = f["cost_us"] / f["saving_us"], f["charged_us"] / f["idle_saving_us"]
+                ratios.setdefault(case, []).append((step_ratio, idle_ratio, f["charged_us"] / f["saving_us"]))
+                print(f"{case:9s} pairs {f['pairs']:2d}  charged idle {f['charged_us']:6.0f} + device time added "
+                      f"{f['cost_us'] - f['charged_us']:6.0f} = {f['cost_us']:6.0f} us/step  "
+                      f"saving: step time {f['saving_us']:6.0f} (cost ratio {step_ratio:5.2f})  "
+                      f"device idle {f['idle_saving_us']:6.0f} (idle ratio {idle_ratio:5.2f})  "
                       f"step with/without {f['wall_us']['with_reads']:.0f}/{f['wall_us']['without_reads']:.0f}",
                       flush=True)
     for case, values in ratios.items():
-        for k, what in enumerate(("step time", "device idle")):
+        for k, what in enumerate(("cost/saving in step time", "idle charged/saving in device idle",
+                                  "idle charged/saving in step time")):
             r = [v[k] for v in values]
-            print(f"{case:9s} charged/saving in {what}: median {np.median(r):.2f}, range {min(r):.2f}..{max(r):.2f}")
+            print(f"{case:9s} {what}: median {np.median(r):.2f}, range {min(r):.2f}..{max(r):.2f}")
 
 
 if __name__ == "__main__":

@@ -76,7 +76,9 @@ def findings_list(findings: list[Finding]) -> html.Div:
                 html.Span(f"#{rank}", className="finding-rank"),
                 html.Span(f.kind.value, className="badge", style={"background": color(cause)},
                           title=titled(cause)),
-                html.Span(format_duration(f.lost_us) + " lost" if f.lost_us > 0 else "", className="finding-lost"),
+                html.Span((format_duration(f.lost_us) + " lost" if f.lost_us > 0 else "")
+                          + (f" + {format_duration(f.busy_added_us)} device time added" if f.busy_added_us else ""),
+                          className="finding-lost"),
                 html.Code(f.span or "(outside any span)", className="finding-span"),
                 html.Span(f.source or "source unknown", className="finding-source"),
             ], className="finding-head"),

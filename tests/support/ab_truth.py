@@ -2,16 +2,18 @@
 ``--alternate-reads`` (and ``--pin-cores``).
 
 Contract: ``arm_runs(analysis)`` is, per arm (``ab_harness.READS_ARM``, ``NO_READS_ARM``), one
-``(start_us, wall_us, idle_us, charged_us)`` per sampling run whose span lies whole inside the
-capture window, in time order: the run's wall time (its span: steps, and the device work, drained
-at its end), the device's idle time inside it (wall minus busy: the device timeline alone), and
-the idle time the analysis charged to ``transfer_from_device`` inside it.
+``(start_us, wall_us, idle_us, charged_us, added_us)`` per sampling run whose span lies whole
+inside the capture window, in time order: the run's wall time (its span: steps, and the device
+work, drained at its end), the device's idle time inside it (wall minus busy: the device timeline
+alone), the idle time the analysis charged to ``transfer_from_device`` inside it, and the device
+time it found the run's reads added to the work running during them (``read_slowdown``).
 ``ab_figures(analysis, steps_per_run)`` is the case's figures per step: per arm the run count and
 the median run wall time; ``saving_us``, the median over neighbouring pairs of runs (one with
 reads, the next without, so both saw about the same load) of the difference of their wall times:
 the truth, what removing the reads saves; ``idle_saving_us``, the same for the device's idle time
-(the saving without what the arms' device work differs by); ``charged_us``, the median charge of a
-run with reads: the analysis' claim; ``pairs``, the number of pairs.
+(the saving without what the arms' device work differs by); ``charged_us``, the median idle charge
+of a run with reads, and ``cost_us``, the median of that charge plus the device time added: the
+analysis' claims; ``pairs``, the number of pairs.
 """
 from __future__ import annotations
 
@@ -20,21 +22,25 @@ import numpy as np
 from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
 from xlaprof.analysis import intervals
 from xlaprof.analysis.attribution import CODE, Cause
+from xlaprof.analysis.read_slowdown import busy_added
 
 
-def arm_runs(analysis) -> dict[str, list[tuple[float, float, float, float]]]:
+def arm_runs(analysis) -> dict[str, list[tuple[float, float, float, float, float]]]:
     (worker,) = analysis.workers
     spans, pieces, devices = worker.host.spans, worker.pieces, worker.devices
     w0, w1 = worker.window
     read = pieces.cause == CODE[Cause.TRANSFER_FROM_DEVICE]
     p0, p1 = pieces.start_us[read], pieces.start_us[read] + pieces.dur_us[read]
-    runs: dict[str, list[tuple[float, float, float, float]]] = {READS_ARM: [], NO_READS_ARM: []}
+    reads = worker.host.transfers_from_device
+    added = busy_added(devices, worker.programs, reads)
+    runs: dict[str, list[tuple[float, float, float, float, float]]] = {READS_ARM: [], NO_READS_ARM: []}
     for i, name in enumerate(spans.name):
         start, end = float(spans.start[i]), float(spans.end[i])
         if name in runs and w0 <= start and end <= w1:
             charged = float(np.clip(np.minimum(p1, end) - np.maximum(p0, start), 0, None).sum())
             busy = sum(intervals.total(*intervals.clip(d.busy_starts, d.busy_ends, start, end)) for d in devices)
-            runs[name].append((start, end - start, len(devices) * (end - start) - busy, charged))
+            mine = float(added[(reads.start >= start) & (reads.start < end)].sum())
+            runs[name].append((start, end - start, len(devices) * (end - start) - busy, charged, mine))
     return {arm: sorted(rs) for arm, rs in runs.items()}
 
 
@@ -51,4 +57,5 @@ def ab_figures(analysis, steps_per_run: int) -> dict:
     return {"runs": {arm: len(rs) for arm, rs in runs.items()}, "pairs": len(pairs), "wall_us": wall,
             "saving_us": per_step([w[1] - o[1] for w, o in pairs]),
             "idle_saving_us": per_step([w[2] - o[2] for w, o in pairs]),
-            "charged_us": per_step([r[3] for r in with_reads])}
+            "charged_us": per_step([r[3] for r in with_reads]),
+            "cost_us": per_step([r[3] + r[4] for r in with_reads])}

@@ -14,7 +14,8 @@ Contract: ``device_profile(workers)`` returns a ``DeviceProfile`` of the analyse
   ops without a source line are summed under ``NO_SOURCE``.
 Times are microseconds of device time, summed over devices; ops are counted whole when they
 start inside the worker's window. ``worker_graphs(w)`` is one worker's graphs (what a task on a
-cluster sends back) and ``merge_profiles(parts)`` the profile made of them.
+cluster sends back) and ``merge_profiles(parts)`` the profile made of them. ``device_ops(device,
+executions, index)`` is one device's op events (rows of its plane) and their programs.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.device_timeline import DeviceKind
+from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
 from xlaprof.analysis.programs import UNKNOWN
 from xlaprof.hlo import HloModules
 from xlaprof.xspace import vocabulary
@@ -110,13 +111,7 @@ def worker_graphs(w) -> list[GraphProfile]:
 
 def _op_stats(w, lo: float, hi: float) -> dict[int, list[OpStat]]:
     """program id -> its ops, over the worker's devices."""
-    parts = []  # (plane, rows, program per row)
-    for device in w.devices:
-        if device.kind is DeviceKind.CPU:
-            column = device.plane.int_column(vocabulary.PROGRAM_ID_STAT)
-            parts.append((device.plane, column.rows, column.values))
-        else:
-            parts.append(_tpu_ops(device.plane, w.programs, w.devices.index(device)))
+    parts = [(device.plane, *device_ops(device, w.programs, index)) for index, device in enumerate(w.devices)]
     found: dict[int, list[OpStat]] = defaultdict(list)
     for plane, rows, programs in parts:
         ev = plane.events
@@ -168,7 +163,16 @@ def _merge_devices(found: dict[int, list[OpStat]]) -> dict[int, list[OpStat]]:
     return merged
 
 
-def _tpu_ops(plane: Plane, executions, device: int) -> tuple[Plane, np.ndarray, np.ndarray]:
+def device_ops(device: DeviceTimeline, executions, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of ``device``'s op events, each one's program), ``index`` being the device's place in
+    the worker's devices: the CPU device's thunks, an accelerator's ``XLA Ops``."""
+    if device.kind is DeviceKind.CPU:
+        column = device.plane.int_column(vocabulary.PROGRAM_ID_STAT)
+        return column.rows, column.values
+    return _tpu_ops(device.plane, executions, index)
+
+
+def _tpu_ops(plane: Plane, executions, device: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``XLA Ops`` rows of a device plane and each op's program: from its metadata's
     ``program_id``, else the module execution holding it."""
     by_name = np.full(len(plane.names), UNKNOWN, np.int64)
@@ -178,7 +182,7 @@ def _tpu_ops(plane: Plane, executions, device: int) -> tuple[Plane, np.ndarray, 
             by_name[index] = value
     mine = executions.device == device
     if (by_name == UNKNOWN).all() and (executions.program[mine] == UNKNOWN).all():
-        return plane, np.zeros(0, np.int64), np.zeros(0, np.int64)  # no op can be placed in a program
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)  # no op can be placed in a program
     lines = plane.line_ids_where(lambda name: name == vocabulary.XLA_OPS_LINE)
     rows = np.flatnonzero(np.isin(plane.events.line, lines))
     programs = by_name[plane.events.name[rows]] if rows.size else np.zeros(0, np.int64)
@@ -188,7 +192,7 @@ def _tpu_ops(plane: Plane, executions, device: int) -> tuple[Plane, np.ndarray, 
         at = np.searchsorted(starts, plane.events.start_us[rows[missing]], side="right") - 1
         held = (at >= 0) & (plane.events.start_us[rows[missing]] < ends[np.maximum(at, 0)])
         programs[np.flatnonzero(missing)[held]] = executions.program[mine][at[held]]
-    return plane, rows, programs
+    return rows, programs
 
 
 def _children_time(line: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:

@@ -3,7 +3,9 @@
 Contract: ``rank_findings(costs, compiles, reads, fallbacks, executions)`` turns the idle time
 charged to each (cause, span, Python line) (``idle_costs.CauseCost``) into ``Finding`` rows, adds
 CPU fallbacks from the worker metrics and the forced executions of the debug files, and returns
-them sorted by ``lost_us`` (device microseconds, summed over devices and workers), largest first.
+them sorted by ``cost_us`` (device microseconds, summed over devices and workers), largest first:
+``lost_us``, the idle time, and for reads ``busy_added_us``, the device time they added to the
+work running during them (``read_slowdown``; the line's reads, else the span's).
 ``kind`` is a ``FindingKind``: the cause's name, or ``recompilation`` for compile time in a span
 that compiled several graphs, ``capture_edge`` for unexplained time at the capture's edges,
 ``cpu_fallback``, or ``forced_execution`` for the lines that torch_xla's debug file says forced an
@@ -45,6 +47,12 @@ class Finding:
     code: str | None = None  # the source line's text, when the file is readable here
     called_from: str | None = None  # the nearest frame above source in another file
     inside: tuple = ()  # call_sites.LibraryLine: for a finding at the user's call into a library, its lines
+    busy_added_us: float = 0.0  # reads: device time they added to the work running during them
+
+    @property
+    def cost_us(self) -> float:
+        """What it cost the device: the idle time, and for reads the device time they added."""
+        return self.lost_us + self.busy_added_us
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,7 @@ def rank_findings(costs: list[CauseCost], compiles: CompileSummary, reads: ReadS
                 row.count))
     if fallbacks:
         findings.append(_fallback_finding(fallbacks, findings))
-    findings.sort(key=lambda f: (-f.lost_us, f.kind.value))
+    findings.sort(key=lambda f: (-f.cost_us, f.kind.value))
     return findings
 
 
@@ -92,7 +100,7 @@ def _fallback_finding(fallbacks: dict[str, float], findings: list[Finding]) -> F
 def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary) -> Finding:
     where = f"in {cost.span}" if cost.span else "outside any span"
     span_key = cost.span or NO_SPAN
-    kind, count = FindingKind(cost.cause.value), cost.pieces
+    kind, count, added = FindingKind(cost.cause.value), cost.pieces, 0.0
     if cost.cause is Cause.COMPILE:
         graphs = compiles.recompiled_spans.get(span_key, 0)
         count = compiles.by_span.get(span_key, 0)
@@ -113,6 +121,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
             count = sum(line.pieces for line in cost.inside)
         else:
             count = reads.by_source.get(cost.source, 0) if cost.source else reads.by_span.get(span_key, 0)
+        added = _busy_added(cost, reads, span_key)
         what = f"{count} blocking read(s) of device values"
     elif cost.cause is Cause.TRANSFER_TO_DEVICE:
         what = "host-to-device transfers"
@@ -136,12 +145,23 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
         detail = f"{line} ({what} {where}{caller}) left the device idle for {format_duration(cost.lost_us)}"
     else:
         detail = f"{what} {where} left the device idle for {format_duration(cost.lost_us)}"
+    if added:
+        detail += f"; the device work running during them took {format_duration(added)} longer"
     detail = detail.replace(" )", ")").replace("  ", " ")
     # Inside a library call, the advice fits its costliest line (the read that needs a value, say).
     advice = advice_for(kind, cost.stack + (cost.inside[0].source,), cost.inside[0].code) if cost.inside \
         else advice_for(kind, cost.stack, code)
     return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from,
-                   cost.inside)
+                   cost.inside, added)
+
+
+def _busy_added(cost: CauseCost, reads: ReadSummary, span_key: str) -> float:
+    """The device time added by the reads behind a read finding: its lines', else its span's."""
+    if cost.inside:
+        return sum(reads.busy_added_by_source.get(line.source, 0.0) for line in cost.inside)
+    if cost.source:
+        return reads.busy_added_by_source.get(cost.source, 0.0)
+    return reads.busy_added_by_span.get(span_key, 0.0)
 
 
 def _files(lines) -> str:

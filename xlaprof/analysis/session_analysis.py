@@ -37,6 +37,7 @@ from xlaprof.analysis.findings import ExecutionCause, Finding, rank_findings
 from xlaprof.analysis.host_activity import HostActivity
 from xlaprof.analysis.idle_costs import LineIdle, idle_by_line, merge_cost_groups
 from xlaprof.analysis.programs import ProgramExecutions, compile_programs, program_executions
+from xlaprof.analysis.read_slowdown import busy_added
 from xlaprof.analysis.reads import ReadSummary, merge_reads, summarize_reads
 from xlaprof.analysis.recompiles import RecompileExplanation, explain_findings, merge_recompiles, worker_recompiles
 from xlaprof.analysis.steps import StepTable, step_table
@@ -332,7 +333,8 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     programs = program_executions(devices, host)
     hlo = hlo_modules(space)
     _link_programs(records, programs, hlo)
-    return WorkerAnalysis(worker, window, devices, host, pieces, records, summarize_reads(host),
+    reads = summarize_reads(host, busy_added(devices, programs, host.transfers_from_device))
+    return WorkerAnalysis(worker, window, devices, host, pieces, records, reads,
                           step_table(devices, pieces, host.spans), metrics, debug, programs, hlo)
 
 

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 SCHEMAS = ("analysis", "diff")
 _KEPT_WHOLE = frozenset({"session", "source_root"})  # keys whose paths are never made relative
 

@@ -68,10 +68,10 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
         out.append("  none: the device was never idle in the window\n")
     advised: set[str] = set()
     shown = data["findings"][:top]
-    main = [f for f in shown if f["lost_us"] >= MINOR_SHARE * idle or not f["lost_us"]]
+    main = [f for f in shown if f["lost_us"] + f["busy_added_us"] >= MINOR_SHARE * idle or not f["lost_us"]]
     for rank, f in enumerate(main, 1):
         where = f"{f['span'] or NO_SPAN}" + (f" at {f['source']}" if f["source"] else "")
-        out.append(f"{rank:>2}. [{f['kind']}] {_t(f['lost_us'])} lost: {where}\n")
+        out.append(f"{rank:>2}. [{f['kind']}] {_cost(f)}: {where}\n")
         out.append(textwrap.fill(f["detail"], WIDTH, initial_indent="     ", subsequent_indent="     ") + "\n")
         if f["stack"]:
             out.append(textwrap.fill("stack: " + _path(f["stack"]), WIDTH, initial_indent="     ",
@@ -90,7 +90,7 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
         out.append(f"  under {MINOR_SHARE:.0%} of the idle time each:\n")
         for f in minor:
             where = short_location(f["source"]) or f["span"] or NO_SPAN
-            out.append("    " + textwrap.shorten(f"[{f['kind']}] {_t(f['lost_us'])} at {where}", WIDTH - 4) + "\n")
+            out.append("    " + textwrap.shorten(f"[{f['kind']}] {_cost(f)} at {where}", WIDTH - 4) + "\n")
 
     out += _line_rows(data["idle_by_line"], idle, top)
 
@@ -166,6 +166,12 @@ def shorten(code: str, width: int) -> str:
     head = line[:width - 1]
     cut = max(head.rfind(mark) for mark in " .,(")
     return (head[:cut + 1] if cut >= width // 2 else head).rstrip() + "…"
+
+
+def _cost(finding: dict) -> str:
+    """'2.1 ms lost', and for reads that slowed the device's work '+ 1.3 ms device time added'."""
+    added = f" + {_t(finding['busy_added_us'])} device time added" if finding["busy_added_us"] else ""
+    return f"{_t(finding['lost_us'])} lost{added}"
 
 
 def _line_rows(lines: list[dict], idle: float, top: int) -> list[str]:
