@@ -4,7 +4,7 @@
 #   ./run.sh test    set up .venv (and headless Chromium), then run the whole test suite
 #   ./run.sh setup   only set up .venv
 # The virtual environment is reused when it is already right (a stamp of pyproject.toml,
-# setup.py, run.sh and the C source it builds),
+# setup.py, run.sh and the C sources it builds),
 # so the 7 GB torch/torch_xla install happens once.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,7 +15,7 @@ STAMP="$VENV/.xlaprof-setup"
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
 
-want_stamp() { cat pyproject.toml setup.py run.sh collectors/*.c | sha256sum | cut -d' ' -f1; }
+want_stamp() { cat pyproject.toml setup.py run.sh collectors/*.c xlaprof/xspace/*.c | sha256sum | cut -d' ' -f1; }
 
 apt_install() {
   local sudo=""
@@ -24,7 +24,7 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "$@"
 }
 
-setup_compiler() {  # for the stack sampler's C loop (setup.py)
+setup_compiler() {  # for the stack sampler's C loop and the capture decoder (setup.py)
   if command -v cc >/dev/null; then return; fi
   log "installing Debian's gcc for the stack sampler's C loop"
   apt_install gcc
@@ -50,6 +50,8 @@ setup_venv() {
   "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[all]" 1>&2
   "$VENV/bin/python" -c 'import collectors._stack_watch' 2>/dev/null ||
     log "the stack sampler's C loop did not build (pip's output above says why): captures will have no Python stacks"
+  "$VENV/bin/python" -c 'import xlaprof.xspace._wire' 2>/dev/null ||
+    log "the C capture decoder did not build (pip's output above says why): captures are decoded with numpy, slower"
   want_stamp > "$STAMP"
 }
 

@@ -1,8 +1,11 @@
-"""The stack sampler's loop in C (collectors/_stack_watch.c); everything else is in pyproject.toml.
+"""The C parts: the stack sampler's loop (collectors/_stack_watch.c) and the capture decoder
+(xlaprof/xspace/_wire.c); everything else is in pyproject.toml.
 
-Optional: where it cannot be built (no C compiler) xlaprof installs without it, and a worker
-captures without Python stacks, saying so once.
+Optional: where they cannot be built (no C compiler) xlaprof installs without them: a worker
+captures without Python stacks, saying so once, and captures are decoded with numpy (the same
+columns, slower).
 """
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("collectors._stack_watch", ["collectors/_stack_watch.c"], optional=True)])
+setup(ext_modules=[Extension("collectors._stack_watch", ["collectors/_stack_watch.c"], optional=True),
+                   Extension("xlaprof.xspace._wire", ["xlaprof/xspace/_wire.c"], optional=True)])

@@ -8,7 +8,7 @@ Contract:
   timed event, plus the host planes' stats and each plane's metadata) and a fixed budget of about
   64 MiB (a piece, its decoding's temporaries, a growing block per column) per reading thread: a
   local file's planes are decoded ``READ_THREADS`` (2) at a time, each thread reading its pieces at
-  their positions (measured: a 4-chip capture of 1M events 0.41 s -> 0.27 s on 2 cores); other
+  their positions (the decoding runs outside the GIL, in C or in numpy); other
   files' one after the other. ``read_xspace(data)``
   reads the bytes of a whole capture the same way. It needs no torch, torch_xla or xprof.
 - Times: every event's ``start_us`` is measured from the worker's origin, ``origin_ns`` (the
@@ -50,7 +50,7 @@ PROFILE_STOP_STAT = "profile_stop_time"
 CHUNK_BYTES = 4 * 2**20  # a line's encoding is read and decoded this much at a time
 COLUMN_BLOCK_BYTES = 32 * 2**20  # event columns grow by blocks of this size (see _Column)
 TASK_ENVIRONMENT_PLANE = "Task Environment"
-READ_THREADS = 2  # planes of a local file decoded at once (numpy's decoding runs outside the GIL)
+READ_THREADS = 2  # planes of a local file decoded at once
 
 
 class _CorruptEvent(ValueError):
