@@ -2,7 +2,7 @@
 
 Contract:
 - ``compare_view(diff)`` returns a ``CompareView``: the verdict (the same line as ``xlaprof
-  diff``'s, from ``report.diff_json``), idle time by cause of each session (ms, in
+  diff``'s, from ``report.diff_report``), idle time by cause of each session (ms, in
   ``attribution`` order, busy time first), both sessions' per-step times (ms) with shared
   histogram bin edges so their distributions overlay (``step_bins``), the step-time figures (median and p90 with
   their intervals, as text), and one row per matched finding that moved (resolved, new, changed;
@@ -26,7 +26,7 @@ import numpy as np
 from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.query import query_values
 from xlaprof.analysis.session_diff import SessionDiff
-from xlaprof.report.diff_json import diff_json
+from xlaprof.report.diff_report import diff_json
 from xlaprof.units import format_duration, format_interval, format_percent_change
 
 MAX_BINS = 60  # bars of each step-time histogram at most

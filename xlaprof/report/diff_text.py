@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from xlaprof.analysis.budgets import BudgetResult
 from xlaprof.analysis.session_diff import SessionDiff
-from xlaprof.report.diff_json import diff_json
+from xlaprof.report.diff_report import diff_json
 from xlaprof.report.text import rule
 from xlaprof.units import format_duration as _t
 from xlaprof.units import format_duration_change, format_interval, format_percent_change

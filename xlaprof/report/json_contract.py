@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
-from importlib import resources
 
 SCHEMA_VERSION = "2.1"
 SCHEMAS = ("analysis", "diff")
@@ -83,6 +82,8 @@ def write_compact(data: dict, write: Callable[[bytes], object], source_root: str
 def schema(name: str) -> dict:
     if name not in SCHEMAS:
         raise ValueError(f"no schema {name!r}: one of {', '.join(SCHEMAS)}")
+    from importlib import resources  # not at import: it brings tempfile and shutil to every command
+
     return json.loads(resources.files("xlaprof.report").joinpath("schemas", f"{name}.schema.json").read_text())
 
 
