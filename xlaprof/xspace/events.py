@@ -17,7 +17,8 @@ Contract:
   ``program_id`` and category. ``Plane.metadata_ids`` are the metadata ids behind ``names``.
 - A ``Plane`` never holds a Python object per event: a TPU capture holds millions of events.
   ``Plane.rows_on_lines(ids)`` finds the rows of some lines' events a block of ``SCAN_ROWS`` at a
-  time, as ``row_dtype`` indices (int32 below 2**31 rows): finding them costs what they keep.
+  time, as ``row_dtype`` indices (int32 below 2**31 rows): finding them costs what they keep;
+  ``Plane.last_end(ids)``, the latest end of its events, is found the same way.
 """
 from __future__ import annotations
 
@@ -142,6 +143,19 @@ class Plane:
             rows[at:at + hit.size] += lo
             at += hit.size
         return rows
+
+    def last_end(self, line_ids=None) -> float:
+        """The latest end (start + duration) of the plane's events, or of those on the lines
+        ``line_ids``, scanned in blocks; -inf where there are none."""
+        ev, last = self.events, -np.inf
+        for lo in range(0, len(ev), SCAN_ROWS):
+            block = slice(lo, lo + SCAN_ROWS)
+            ends = ev.start_us[block] + ev.dur_us[block]
+            if line_ids is not None:
+                ends = ends[np.isin(ev.line[block], np.asarray(line_ids, np.int32))]
+            if ends.size:
+                last = max(last, float(ends.max()))
+        return last
 
     def line_ids_where(self, predicate) -> np.ndarray:
         return np.array([i for i, line in enumerate(self.lines) if predicate(line.name)], np.int32)
