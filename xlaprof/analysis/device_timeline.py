@@ -72,7 +72,10 @@ def _busy(plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return parts[0]
     if not parts:
         return intervals.merge(np.zeros(0), np.zeros(0))
-    return intervals.merge(np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts]))
+    starts = np.concatenate([s for s, _ in parts])
+    ends = np.concatenate([e for _, e in parts])
+    del parts
+    return intervals.merge(starts, ends)
 
 
 def _accelerator_rows(plane: Plane) -> np.ndarray:
