@@ -238,7 +238,7 @@ def _children_time(line: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.n
     s_line = line[order]
     parent[np.r_[True, s_line[1:] != s_line[:-1]]] = -1
     del s_line
-    live = np.flatnonzero(parent >= 0)
+    live = np.flatnonzero(parent >= 0).astype(parent.dtype)
     while live.size:
         still = []
         for at in range(0, live.size, SCAN_ROWS):
