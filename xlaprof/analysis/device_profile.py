@@ -27,7 +27,7 @@ from xlaprof.analysis.device_timeline import DeviceKind
 from xlaprof.analysis.programs import UNKNOWN
 from xlaprof.hlo import HloModules
 from xlaprof.xspace import vocabulary
-from xlaprof.xspace.events import SCAN_ROWS, Plane, row_dtype
+from xlaprof.xspace.events import SCAN_ROWS, Plane
 
 NO_SOURCE = "(no source line: run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1)"
 
@@ -234,11 +234,11 @@ def _children_time(line: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.n
     # earlier; pointer jumping walks the candidates back without a Python loop per event. A pointer
     # only ever skips events that cannot be the parent, so updating them a block at a time (each
     # block seeing the blocks before it) finds the same parents in bounded temporaries.
-    parent = np.arange(-1, n - 1, dtype=row_dtype(n))
+    parent = np.arange(-1, n - 1)  # intp: numpy indexes with int32 arrays by converting them first
     s_line = line[order]
     parent[np.r_[True, s_line[1:] != s_line[:-1]]] = -1
     del s_line
-    live = np.flatnonzero(parent >= 0).astype(parent.dtype)
+    live = np.flatnonzero(parent >= 0)
     while live.size:
         still = []
         for at in range(0, live.size, SCAN_ROWS):
