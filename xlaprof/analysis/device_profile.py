@@ -15,6 +15,9 @@ Contract: ``device_profile(workers)`` returns a ``DeviceProfile`` of the analyse
 Times are microseconds of device time, summed over devices; ops are counted whole when they
 start inside the worker's window. ``worker_graphs(w)`` is one worker's graphs (what a task on a
 cluster sends back) and ``merge_profiles(parts)`` the profile made of them.
+Memory: one device's op arrays at a time (about 100 bytes an op of that device at the peak: its rows,
+program codes, times, the nesting walk's sort), found and windowed a block of ``events.SCAN_ROWS``
+rows at a time.
 """
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ class WorkerAnalysis:
     steps: StepTable
     metrics: MetricsDelta | None  # None: the worker recorded no metric snapshots
     debug: DebugInfo  # from the worker's PT_XLA_DEBUG_FILE; empty without one
-    programs: ProgramExecutions  # every device execution with its program and dispatching span
+    programs: ProgramExecutions  # every program run with its program and dispatching span (``programs``)
     hlo: HloModules  # the compiled programs recorded in the capture, parsed on demand
 
     @property
