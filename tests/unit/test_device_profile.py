@@ -152,8 +152,10 @@ def test_ops_are_placed_in_the_runs_holding_them_and_block_scans_change_nothing(
 
 
 @pytest.mark.parametrize("block", [device_profile.SCAN_ROWS, 7])
-def test_children_time_matches_a_stack_walk(block, monkeypatch):
-    """``block``: the pointer jumping updates its live events this many at a time (7: many blocks)."""
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_children_time_matches_a_stack_walk(block, shuffled, monkeypatch):
+    """``block``: the walk scans and updates its events this many at a time (7: many blocks);
+    ``shuffled``: the events out of (line, start) order, so that they are sorted first."""
     monkeypatch.setattr(device_profile, "SCAN_ROWS", block)
     rng = np.random.default_rng(3)
     line, start, dur = [], [], []
@@ -170,6 +172,10 @@ def test_children_time_matches_a_stack_walk(block, monkeypatch):
             stack_end.append(t + d)
             t += 0.2
     line, start, dur = np.array(line), np.array(start), np.array(dur)
+    if shuffled:
+        mix = rng.permutation(start.size)
+        line, start, dur = line[mix], start[mix], dur[mix]
+    assert device_profile._in_order(line, start, start + dur) is not shuffled
     expected = np.zeros(start.size)
     order = np.lexsort((-(start + dur), start, line))
     stack: list[int] = []

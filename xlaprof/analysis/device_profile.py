@@ -15,9 +15,9 @@ Contract: ``device_profile(workers)`` returns a ``DeviceProfile`` of the analyse
 Times are microseconds of device time, summed over devices; ops are counted whole when they
 start inside the worker's window. ``worker_graphs(w)`` is one worker's graphs (what a task on a
 cluster sends back) and ``merge_profiles(parts)`` the profile made of them.
-Memory: one device's op arrays at a time (about 100 bytes an op of that device at the peak: its rows,
-program codes, times, the nesting walk's sort), found and windowed a block of ``events.SCAN_ROWS``
-rows at a time.
+Memory: one device's op arrays at a time (about 55 bytes an op of that device at the peak: its rows,
+program codes, times, the nesting walk's parents; 80 where its ops need sorting), found, windowed and
+walked a block of ``events.SCAN_ROWS`` rows at a time.
 """
 from __future__ import annotations
 
@@ -230,17 +230,19 @@ def _children_time(line: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.n
     """Per event, the summed duration of the events directly nested in it on its line."""
     n = start.size
     end = start + dur
-    order = np.lexsort((-end, start, line))
-    s_end = end[order]
+    # Sorted by line, start, then longest first (the order ops are recorded in, mostly: then no sort).
+    order = None if _in_order(line, start, end) else np.lexsort((-end, start, line))
+    s_end, s_line = (end, line) if order is None else (end[order], line[order])
     del end
     # Each event's parent is the nearest earlier event (in start order) on its line that ends no
     # earlier; pointer jumping walks the candidates back without a Python loop per event. A pointer
     # only ever skips events that cannot be the parent, so updating them a block at a time (each
     # block seeing the blocks before it) finds the same parents in bounded temporaries.
     parent = np.arange(-1, n - 1)  # intp: numpy indexes with int32 arrays by converting them first
-    s_line = line[order]
-    parent[np.r_[True, s_line[1:] != s_line[:-1]]] = -1
+    firsts = np.flatnonzero(np.r_[True, s_line[1:] != s_line[:-1]])
     del s_line
+    parent[firsts] = -1
+    _mark_outermost(parent, s_end, firsts)
     live = np.flatnonzero(parent >= 0)
     while live.size:
         still = []
@@ -254,10 +256,36 @@ def _children_time(line: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.n
     del s_end
     children = np.zeros(n)
     has = parent >= 0
-    np.add.at(children, parent[has], dur[order[has]])
+    np.add.at(children, parent[has], dur[has] if order is None else dur[order[has]])
+    if order is None:
+        return children
     result = np.empty(n)
     result[order] = children
     return result
+
+
+def _mark_outermost(parent: np.ndarray, s_end: np.ndarray, firsts: np.ndarray) -> None:
+    """No parent (-1) for each event ending later than every earlier event of its line (the
+    outermost ops, most of a line's): the walk is left only the nested ones. A block at a time."""
+    for lo, hi in zip(firsts.tolist(), np.append(firsts[1:], s_end.size).tolist()):
+        latest = -np.inf  # the latest end before the block, on this line
+        for at in range(lo, hi, SCAN_ROWS):
+            ends = s_end[at:min(at + SCAN_ROWS, hi)]
+            before = np.maximum.accumulate(ends)
+            outermost = ends > np.maximum(np.r_[latest, before[:-1]], latest)
+            parent[at:at + ends.size][outermost] = -1
+            latest = max(latest, float(before[-1]))
+
+
+def _in_order(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether the events are sorted by line, then start, then end descending (checked in blocks)."""
+    for at in range(0, line.size - 1, SCAN_ROWS):
+        block = slice(at, at + SCAN_ROWS + 1)  # each block overlaps the next by one event
+        ln, st, en = line[block], start[block], end[block]
+        same_line, same_start = ln[1:] == ln[:-1], st[1:] == st[:-1]
+        if not np.all((ln[1:] > ln[:-1]) | same_line & ((st[1:] > st[:-1]) | same_start & (en[1:] <= en[:-1]))):
+            return False
+    return True
 
 
 def _lines(graphs: list[GraphProfile]) -> list[LineTime]:
