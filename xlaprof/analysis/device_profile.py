@@ -15,8 +15,8 @@ Contract: ``device_profile(workers)`` returns a ``DeviceProfile`` of the analyse
 Times are microseconds of device time, summed over devices; ops are counted whole when they
 start inside the worker's window. ``worker_graphs(w)`` is one worker's graphs (what a task on a
 cluster sends back) and ``merge_profiles(parts)`` the profile made of them.
-Memory: one device's op arrays at a time (about 55 bytes an op of that device at the peak: its rows,
-program codes, times, the nesting walk's parents; 80 where its ops need sorting), found, windowed and
+Memory: one device's op arrays at a time (about 50 bytes an op of that device at the peak: its rows,
+program codes, times, the nesting walk's parents; 60 where its ops need sorting), found, windowed and
 walked a block of ``events.SCAN_ROWS`` rows at a time.
 """
 from __future__ import annotations
