@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SCAN_ROWS = 1 << 18  # rows of an EventTable scanned at a time (``Plane.rows_on_lines``)
+SCAN_ROWS = 1 << 18  # rows of an EventTable scanned at a time (here and by the analysis's device modules)
 
 
 def row_dtype(rows: int) -> np.dtype:
