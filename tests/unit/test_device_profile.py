@@ -7,7 +7,7 @@ import pytest
 
 from tests.support.hlo_builder import MLP_OPS, mlp_module
 from tests.support.synthetic import OP_FILL, StepProgram, TrainingShape, XSpaceBuilder, training_capture, write_session
-from xlaprof.analysis import analyze
+from xlaprof.analysis import analyze, device_profile
 from xlaprof.analysis.device_profile import NO_SOURCE, _children_time
 from xlaprof.report import analysis_json, render_text
 from xlaprof.session import Session
@@ -117,7 +117,46 @@ def test_a_cpu_program_run_counts_once_with_its_pool_threads(tmp_path):
     assert graphs[5].span == "train_step"
 
 
-def test_children_time_matches_a_stack_walk():
+def _tpu_ops_without_program_ids() -> bytes:
+    """Two devices whose op metadata names no program: each op belongs to the module run holding it."""
+    builder = XSpaceBuilder()
+    builder.task_environment(5000.0)
+    for d in range(2):
+        tpu = builder.plane(f"/device:TPU:{d}")
+        modules, ops = tpu.line("XLA Modules", line_id=1), tpu.line("XLA Ops", line_id=2)
+        for at, program in ((0.0, 5), (2000.0, 6), (3000.0, 5)):
+            modules.event(f"SyncTensorsGraph.9{program}({program})", at + d, 1000)
+            ops.event("fusion.1", at + d + 100, 300)
+            ops.event("fusion.2", at + d + 150, 100)  # inside fusion.1
+        ops.event("copy.1", 1500.0, 200)  # between runs: no program
+    return builder.to_bytes()
+
+
+def test_ops_are_placed_in_the_runs_holding_them_and_block_scans_change_nothing(tmp_path, monkeypatch):
+    """The scans of event rows a block at a time (``events.SCAN_ROWS``: device busy time, op rows,
+    their programs, the nesting walk) give the same analysis with blocks of 3 rows as whole."""
+    from xlaprof.analysis import device_timeline
+    from xlaprof.xspace import events
+
+    session = write_session(str(tmp_path), "tpu", {"w_9012": _tpu_ops_without_program_ids()})
+    analysis = analyze(Session.load(session))
+    graphs = {g.program_id: g for g in analysis.device_profile.graphs}
+    assert {p: g.executions for p, g in graphs.items()} == {5: 4, 6: 2}
+    ops = {op.name: op for op in graphs[5].ops}
+    assert (ops["fusion.1"].occurrences, ops["fusion.1"].total_us, ops["fusion.1"].self_us) == (4, 1200.0, 800.0)
+    assert "copy.1" not in ops and ops["fusion.2"].self_us == 400.0
+    whole = analysis_json(analysis)
+    for module in (events, device_timeline, device_profile):
+        monkeypatch.setattr(module, "SCAN_ROWS", 3)
+    assert analysis_json(analyze(Session.load(session))) == whole
+
+
+@pytest.mark.parametrize("block", [device_profile.SCAN_ROWS, 7])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_children_time_matches_a_stack_walk(block, shuffled, monkeypatch):
+    """``block``: the walk scans and updates its events this many at a time (7: many blocks);
+    ``shuffled``: the events out of (line, start) order, so that they are sorted first."""
+    monkeypatch.setattr(device_profile, "SCAN_ROWS", block)
     rng = np.random.default_rng(3)
     line, start, dur = [], [], []
     for lane in range(3):  # properly nested trees on 3 lines
@@ -133,6 +172,10 @@ def test_children_time_matches_a_stack_walk():
             stack_end.append(t + d)
             t += 0.2
     line, start, dur = np.array(line), np.array(start), np.array(dur)
+    if shuffled:
+        mix = rng.permutation(start.size)
+        line, start, dur = line[mix], start[mix], dur[mix]
+    assert device_profile._in_order(line, start, start + dur) is not shuffled
     expected = np.zeros(start.size)
     order = np.lexsort((-(start + dur), start, line))
     stack: list[int] = []

@@ -10,7 +10,9 @@ Contract: ``device_timelines(space)`` returns one ``DeviceTimeline`` per device,
   miss busy time (measured: a 4.3 ms dot before a 5 ms executor event). These rows make busy
   time only: one program run holds several of them (the executors of the intra-op pool's
   threads, the wait for completion), and ``analysis.programs`` counts the runs.
-Busy intervals are merged, sorted, disjoint, in microseconds on the worker's clock.
+Busy intervals are merged, sorted, disjoint, in microseconds on the worker's clock, found a block
+of events at a time (``events.SCAN_ROWS``): a timeline keeps its rows (4 bytes an execution
+event) and its intervals, and needs no more than that and a block's temporaries to be made.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import numpy as np
 
 from xlaprof.analysis import intervals
 from xlaprof.xspace import vocabulary
-from xlaprof.xspace.events import Plane
+from xlaprof.xspace.events import SCAN_ROWS, Plane, row_dtype
 from xlaprof.xspace.reader import XSpaceData
 
 
@@ -36,7 +38,7 @@ class DeviceTimeline:
     name: str  # "TPU:0", "GPU:1", "CPU:0"
     kind: DeviceKind
     plane: Plane
-    rows: np.ndarray  # int64: the plane's execution events (on the CPU device, its thunks add busy time)
+    rows: np.ndarray  # ``row_dtype``: the plane's execution events (on the CPU device, its thunks add busy time)
     busy_starts: np.ndarray  # float64 us, merged
     busy_ends: np.ndarray  # float64 us, merged
 
@@ -47,21 +49,43 @@ class DeviceTimeline:
 
 def _timeline(name: str, kind: DeviceKind, plane: Plane, rows: np.ndarray,
               also_busy: np.ndarray | None = None) -> DeviceTimeline:
-    busy = rows if also_busy is None else np.union1d(rows, also_busy)
-    starts = plane.events.start_us[busy]
-    starts, ends = intervals.merge(starts, starts + plane.events.dur_us[busy])
+    busy = rows
+    if also_busy is not None:  # the sorted union of both, without sorting them
+        marked = np.zeros(len(plane.events), bool)
+        marked[rows] = marked[also_busy] = True
+        busy = np.flatnonzero(marked).astype(row_dtype(marked.size))
+        del marked
+    starts, ends = _busy(plane, busy)
     return DeviceTimeline(name, kind, plane, rows, starts, ends)
+
+
+def _busy(plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The merged intervals of the events ``rows``, merged a block of ``SCAN_ROWS`` at a time and
+    then together (the union of unions is the union: the same intervals, in bounded memory)."""
+    ev = plane.events
+    parts = []
+    for lo in range(0, rows.size, SCAN_ROWS):
+        block = rows[lo:lo + SCAN_ROWS]
+        starts = ev.start_us[block]
+        parts.append(intervals.merge(starts, starts + ev.dur_us[block]))
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return intervals.merge(np.zeros(0), np.zeros(0))
+    starts = np.concatenate([s for s, _ in parts])
+    ends = np.concatenate([e for _, e in parts])
+    del parts
+    return intervals.merge(starts, ends)
 
 
 def _accelerator_rows(plane: Plane) -> np.ndarray:
     by_name = {line.name: i for i, line in enumerate(plane.lines)}
     for wanted in vocabulary.DEVICE_BUSY_LINES:
         if wanted in by_name:
-            rows = np.flatnonzero(plane.events.line == by_name[wanted])
+            rows = plane.rows_on_lines([by_name[wanted]])
             if rows.size:
                 return rows
-    busy_lines = plane.line_ids_where(lambda n: n not in vocabulary.DEVICE_DERIVED_LINES)
-    return np.flatnonzero(np.isin(plane.events.line, busy_lines))
+    return plane.rows_on_lines(plane.line_ids_where(lambda n: n not in vocabulary.DEVICE_DERIVED_LINES))
 
 
 def device_timelines(space: XSpaceData) -> list[DeviceTimeline]:

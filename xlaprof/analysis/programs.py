@@ -14,7 +14,10 @@ Contract:
   busy time in it (so the runs' durations add up to the busy time) and its program the
   ``program_id`` stat of its first op event. Busy time before the first recorded execute (a run
   already under way when the capture started) is one run more. Without execute events, each
-  executor event is a run.
+  executor event is a run. A device none of whose runs names its program has no rows: nothing
+  uses a run of an unknown program but through the device's other runs (``device_profile``
+  places an op in the run holding it), and on a TPU plane without a module line its busy events
+  are its ops, millions of them, not program runs.
 - ``compile_programs(starts, ends, executions)`` links each graph compile to the program it made:
   the program first executed soonest after the compile ended and before the next compile ended
   (a program is made by one compile, and torch_xla runs a new graph right after compiling it). Compiles whose program never ran in
@@ -59,26 +62,37 @@ class ProgramExecutions:
 def program_executions(devices: list[DeviceTimeline], host: HostActivity) -> ProgramExecutions:
     parts = []
     for d, device in enumerate(devices):
-        plane, rows = device.plane, device.rows
-        start = plane.events.start_us[rows]
-        dur = plane.events.dur_us[rows]
-        runs = plane.rows_named(vocabulary.CPU_PROGRAM_RUN_EVENTS) if device.kind is DeviceKind.CPU else None
-        if runs is not None and runs.size:
-            start, dur, program = _cpu_runs(device, np.sort(plane.events.start_us[runs]))
-        elif device.kind is DeviceKind.CPU:
-            program = _cpu_programs(plane, rows)
-        else:
-            by_name = np.array([UNKNOWN if (p := program_of(n)) is None else p for n in plane.names] or [UNKNOWN],
-                               np.int64)
-            program = by_name[plane.events.name[rows]]
-        parts.append((np.full(rows.size, d, np.int32), start, dur, program))
+        found = _device_runs(device)
+        if found is not None:
+            start, dur, program = found
+            parts.append((np.full(start.size, d, np.int32), start, dur, program))
     if not parts:
         z = np.zeros(0)
         return ProgramExecutions(np.zeros(0, np.int32), z, z, np.zeros(0, np.int64), np.zeros(0, np.int64))
     device, start, dur, program = (np.concatenate(c) for c in zip(*parts))
+    del parts
     order = np.argsort(start, kind="stable")
     device, start, dur, program = device[order], start[order], dur[order], program[order]
     return ProgramExecutions(device, start, dur, program, _dispatch_spans(host, start))
+
+
+def _device_runs(device: DeviceTimeline) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(start, duration, program) of a device's runs, or None where no run's program is known."""
+    plane, rows = device.plane, device.rows
+    if device.kind is DeviceKind.CPU:
+        runs = plane.rows_named(vocabulary.CPU_PROGRAM_RUN_EVENTS)
+        if runs.size:
+            start, dur, program = _cpu_runs(device, np.sort(plane.events.start_us[runs]))
+        else:
+            start, dur, program = plane.events.start_us[rows], plane.events.dur_us[rows], _cpu_programs(plane, rows)
+    else:
+        by_name = np.array([UNKNOWN if (p := program_of(n)) is None else p for n in plane.names] or [UNKNOWN],
+                           np.int64)
+        if (by_name == UNKNOWN).all():
+            return None  # e.g. an op line, busy time without a module line: ops, not program runs
+        program = by_name[plane.events.name[rows]]
+        start, dur = plane.events.start_us[rows], plane.events.dur_us[rows]
+    return None if (program == UNKNOWN).all() else (start, dur, program)
 
 
 def _cpu_runs(device: DeviceTimeline, executes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ def busy_added(devices: list[DeviceTimeline], programs: ProgramExecutions, reads
     if not len(reads):
         return added
     for index, device in enumerate(devices):
-        rows, _ = device_ops(device, programs, index)
+        rows = device_ops(device, programs, index)[0]
         if not rows.size:
             continue
         ev = device.plane.events

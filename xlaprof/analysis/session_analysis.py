@@ -79,7 +79,7 @@ class WorkerAnalysis:
     steps: StepTable
     metrics: MetricsDelta | None  # None: the worker recorded no metric snapshots
     debug: DebugInfo  # from the worker's PT_XLA_DEBUG_FILE; empty without one
-    programs: ProgramExecutions  # every device execution with its program and dispatching span
+    programs: ProgramExecutions  # every program run with its program and dispatching span (``programs``)
     hlo: HloModules  # the compiled programs recorded in the capture, parsed on demand
 
     @property
@@ -347,11 +347,12 @@ def _recorded(window: tuple[float, float], host: HostActivity, devices: list[Dev
     plane = host.plane
     if plane is None or not host.python_lines:
         return window
-    on_python = np.isin(plane.events.line, np.array(sorted(host.python_lines), np.int32))
-    ends = [plane.events.start_us[on_python] + plane.events.dur_us[on_python], host.stacks.end]
+    ends = [plane.last_end(sorted(host.python_lines)),
+            float(host.stacks.end.max()) if host.stacks.end.size else -np.inf]
     # A device's busy time; on an accelerator, anything its plane recorded (its Steps line, say).
-    ends += [d.busy_ends if d.plane is plane else d.plane.events.start_us + d.plane.events.dur_us for d in devices]
-    last = max((float(e.max()) for e in ends if e.size), default=-np.inf)
+    ends += [(float(d.busy_ends.max()) if d.busy_ends.size else -np.inf) if d.plane is plane else d.plane.last_end()
+             for d in devices]
+    last = max(ends)
     cut = window[0] + HOST_RECORDED_SHARE * (window[1] - window[0]) <= last < window[1]
     return (window[0], last) if cut else window
 

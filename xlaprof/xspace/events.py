@@ -16,12 +16,22 @@ Contract:
   distinct event name, not per event): the compiled HLO of ``/host:metadata``, a TPU op's
   ``program_id`` and category. ``Plane.metadata_ids`` are the metadata ids behind ``names``.
 - A ``Plane`` never holds a Python object per event: a TPU capture holds millions of events.
+  ``Plane.rows_on_lines(ids)`` finds the rows of some lines' events a block of ``SCAN_ROWS`` at a
+  time, as ``row_dtype`` indices (int32 below 2**31 rows): finding them costs what they keep;
+  ``Plane.last_end(ids)``, the latest end of its events, is found the same way.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
+
+SCAN_ROWS = 1 << 18  # rows of an EventTable scanned at a time (here and by the analysis's device modules)
+
+
+def row_dtype(rows: int) -> np.dtype:
+    """The smallest integer type indexing an EventTable of ``rows`` rows (int32, else int64)."""
+    return np.dtype(np.int32 if rows < 2**31 else np.int64)
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,36 @@ class Plane:
         if ids.size == 0:
             return np.zeros(0, np.int64)
         return np.flatnonzero(np.isin(self.events.name, ids))
+
+    def rows_on_lines(self, line_ids) -> np.ndarray:
+        """Ascending rows (``row_dtype``) of the events on the lines ``line_ids``, scanned in blocks
+        (counted first, so the rows are written once, where they stay)."""
+        line_ids = np.asarray(line_ids, np.int32)
+        column = self.events.line
+        on = (lambda block: block == line_ids[0]) if line_ids.size == 1 else (lambda block: np.isin(block, line_ids))
+        blocks = range(0, column.size, SCAN_ROWS)
+        rows = np.empty(sum(int(np.count_nonzero(on(column[lo:lo + SCAN_ROWS]))) for lo in blocks),
+                        row_dtype(column.size))
+        at = 0
+        for lo in blocks:
+            hit = np.flatnonzero(on(column[lo:lo + SCAN_ROWS]))
+            rows[at:at + hit.size] = hit
+            rows[at:at + hit.size] += lo
+            at += hit.size
+        return rows
+
+    def last_end(self, line_ids=None) -> float:
+        """The latest end (start + duration) of the plane's events, or of those on the lines
+        ``line_ids``, scanned in blocks; -inf where there are none."""
+        ev, last = self.events, -np.inf
+        for lo in range(0, len(ev), SCAN_ROWS):
+            block = slice(lo, lo + SCAN_ROWS)
+            ends = ev.start_us[block] + ev.dur_us[block]
+            if line_ids is not None:
+                ends = ends[np.isin(ev.line[block], np.asarray(line_ids, np.int32))]
+            if ends.size:
+                last = max(last, float(ends.max()))
+        return last
 
     def line_ids_where(self, predicate) -> np.ndarray:
         return np.array([i for i, line in enumerate(self.lines) if predicate(line.name)], np.int32)
