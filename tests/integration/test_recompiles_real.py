@@ -80,7 +80,11 @@ def test_one_execution_per_program_run(recompile_runs, workload):
     run = recompile_runs[workload]
     report = run["report"]
     (metrics,) = report["metrics"].values()
-    assert metrics["delta"]["ExecuteTime.count"] == run["ExecuteTime"] == recompile_worker.STEPS
+    assert run["ExecuteTime"] == recompile_worker.STEPS
+    # The capture's own metrics count the executions finished by its last snapshot, taken as the
+    # last step ends (no device sync in instrumentation): the last step's may still be running then
+    # (seen in about half the runs), though the trace, recorded until the session stops, holds it.
+    assert metrics["delta"]["ExecuteTime.count"] in (run["ExecuteTime"] - 1, run["ExecuteTime"])
     executions = {g["program_id"]: g["executions"] for g in report["graphs"]}
     assert sum(executions.values()) == run["ExecuteTime"]
     (why,) = report["compiles"]["explained"]
