@@ -97,19 +97,27 @@ def _build(plane: Plane | None, rows: np.ndarray, sources: dict, steps: dict) ->
     # Sorted by line, then start; an enclosing span before the spans it encloses.
     order = np.lexsort((-end, start, line))
     rows, line, start, end = rows[order], line[order], start[order], end[order]
-    parent = np.full(rows.size, -1, np.int64)
-    stack: list[int] = []
-    for i in range(rows.size):
-        if i and line[i] != line[i - 1]:
-            stack.clear()
-        while stack and end[stack[-1]] <= start[i]:
-            stack.pop()
-        parent[i] = stack[-1] if stack else -1
-        stack.append(i)
+    parent = _open_parents(line, start, end)
     names = [plane.names[n] for n in ev.name[rows]]
     source = [stat_text(sources.get(int(r))) for r in rows]
     step = np.array([_int(steps.get(int(r))) for r in rows], np.int64)
     return SpanIndex(rows, names, source, step, line.astype(np.int32), start, end, parent)
+
+
+def _open_parents(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per span (sorted by line, then start), the latest earlier span of its line still open when
+    it starts (``end > start``), or -1: what a stack of open spans gives. Pointer jumping from the
+    span before: a candidate that ended by then is replaced by its own pointer, since every span
+    that pointer skips ended by the candidate's start, so by this span's too."""
+    parent = np.arange(-1, line.size - 1, dtype=np.int64)
+    if line.size:
+        parent[np.r_[True, line[1:] != line[:-1]]] = -1
+    live = np.flatnonzero(parent >= 0)
+    while live.size:
+        live = live[end[parent[live]] <= start[live]]
+        parent[live] = parent[parent[live]]
+        live = live[parent[live] >= 0]
+    return parent
 
 
 def _user_tracemes(plane: Plane, python_lines: frozenset[int], passes: np.ndarray) -> np.ndarray:
