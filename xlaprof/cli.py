@@ -231,7 +231,7 @@ def _cluster_options(parser: argparse.ArgumentParser) -> None:
                              "(default: $XLAPROF_DASK_SCHEDULER, else a local cluster for a session of several workers)")
     parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
                         help="processes of the local cluster; 1 analyses in this process "
-                             "(default: one per core, at most one per worker; in this process below 32 MiB of captures)")
+                             "(default: one per core, at most one per worker; in this process below 256 MiB of captures)")
 
 
 def _positive(text: str) -> int:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from xlaprof.progress import progress_bar
 
 SCHEDULER_ENV = "XLAPROF_DASK_SCHEDULER"
-LOCAL_CLUSTER_MIN_BYTES = 32 << 20  # smaller sessions are analysed in this process unless --jobs says
+LOCAL_CLUSTER_MIN_BYTES = 256 << 20  # smaller sessions are analysed in this process unless --jobs says
 
 RunTasks = Callable[[Callable, list], list]
 
