@@ -60,8 +60,8 @@ def test_analyze_json_contract_on_a_real_capture(real_logdir):
     for gap in report["gaps"]:
         assert {"worker", "device", "start_us", "dur_us", "cause", "span", "source"} <= gap.keys()
         assert gap["cause"] in CAUSES
-    lost = [f["lost_us"] for f in report["findings"]]
-    assert lost == sorted(lost, reverse=True)
+    cost = [f["lost_us"] + f["busy_added_us"] for f in report["findings"]]  # ranked by cost (contract 2.1)
+    assert cost == sorted(cost, reverse=True)
     for finding in report["findings"]:
         assert {"kind", "lost_us", "span", "source", "advice"} <= finding.keys()
     # compiles carry torch_xla's own cause from the debug file, and executions their user line

@@ -217,5 +217,6 @@ def test_cli_json_contract_on_synthetic_session(tmp_path):
     assert by_host["host2:9012"]["idle_us"] == pytest.approx(600.0)
     assert out["compiles"]["count"] == 2 + 2  # h1, h2 and the training capture's steps 0 and 3
     assert {"worker", "device", "start_us", "dur_us", "cause", "span", "source"} <= set(out["gaps"][0])
-    assert [f["lost_us"] for f in out["findings"]] == sorted((f["lost_us"] for f in out["findings"]), reverse=True)
+    cost = [f["lost_us"] + f["busy_added_us"] for f in out["findings"]]  # ranked by cost (contract 2.1)
+    assert cost == sorted(cost, reverse=True)
     assert {"kind", "lost_us", "span", "source", "advice"} <= set(out["findings"][0])
