@@ -66,7 +66,7 @@ def write_compact(data: dict, write: Callable[[bytes], object], source_root: str
     prefix, keys = _prefix(source_root), {}
     write(b'{"schema_version":' + dump(SCHEMA_VERSION))
     for key, value in data.items():
-        text, in_time, _ = keys.get(key) or _key_form(key, prefix, keys)
+        text, in_time = _key_form(key, prefix, keys, time=False)
         write(b"," + dump(text) + b":")
         if isinstance(value, Deferred):
             sep = b"{"
@@ -91,7 +91,7 @@ def _walk(value, prefix: str | None, time: bool, key: str, keys: dict | None = N
     """``value`` in the contract's form; ``keys`` caches, per map key, (its text, whether it holds times)."""
     kind = type(value)
     if kind is float:
-        return round(value, 3) if time and value - value == 0 else _round(value, time)  # not inf, not nan
+        return _round(value, time)
     if kind is Columns:
         return _walk_columns(value.columns, prefix, time, {} if keys is None else keys, key)
     if kind is dict or isinstance(value, (dict, Deferred)):
@@ -107,42 +107,39 @@ def _walk(value, prefix: str | None, time: bool, key: str, keys: dict | None = N
 
 
 def _walk_items(mapping, prefix: str | None, time: bool, keys: dict, key: str = "") -> Iterator[tuple]:
-    """A map's (key, value) pairs in the contract's form, one at a time (floats inline: most values are)."""
-    known = keys.get
+    """A map's (key, value) pairs in the contract's form, one at a time."""
     for k, v in mapping.items():
-        text, is_time, keeps_time = known(k) or _key_form(k, prefix, keys)
-        in_time = is_time or (time and keeps_time)
-        if type(v) is float:
-            yield text, round(v, 3) if in_time and v - v == 0 else _round(v, in_time)
+        text, in_time = _key_form(k, prefix, keys, time)
+        if type(v) is float:  # most values: formed here, without a call of _walk each
+            yield text, _round(v, in_time)
         else:
             yield text, _walk(v, prefix, in_time, k if isinstance(k, str) else key, keys)
 
 
 def _walk_columns(columns: dict, prefix: str | None, time: bool, keys: dict, key: str) -> list[dict]:
-    """The rows of ``columns`` in the contract's form (floats inline, as in ``_walk_items``)."""
+    """The rows of ``columns`` in the contract's form, made a column at a time."""
     texts, formed = [], []
     for k, column in columns.items():
-        text, is_time, keeps_time = keys.get(k) or _key_form(k, prefix, keys)
-        t = is_time or (time and keeps_time)
+        text, t = _key_form(k, prefix, keys, time)
         texts.append(text)
         if isinstance(column, dict):
             formed.append(_walk_columns(column, prefix, t, keys, k))
         else:
             inner = k if isinstance(k, str) else key
-            formed.append([(round(v, 3) if t and v - v == 0 else _round(v, t)) if type(v) is float
-                           else _walk(v, prefix, t, inner, keys) for v in column])
+            formed.append([_round(v, t) if type(v) is float else _walk(v, prefix, t, inner, keys) for v in column])
     return [dict(zip(texts, row)) for row in zip(*formed)]
 
 
-def _key_form(k, prefix: str | None, keys: dict) -> tuple:
-    """A map key's (text in the contract's form, whether it holds times, whether it keeps its
-    parent's times), cached in ``keys``."""
-    if isinstance(k, str):
-        found = (_relative(k, prefix), k.endswith("_us") and k != "relative", k != "relative")
-    else:
-        found = (k, False, True)
-    keys[k] = found
-    return found
+def _key_form(k, prefix: str | None, keys: dict, time: bool) -> tuple:
+    """A map key's text in the contract's form, and whether the values under it are times (in
+    ``time``, the parent's: a key ending in ``_us`` holds times, ``relative`` never does); the
+    key's handling cached in ``keys``."""
+    found = keys.get(k)
+    if found is None:
+        found = keys[k] = ((_relative(k, prefix), k.endswith("_us") and k != "relative", k != "relative")
+                           if isinstance(k, str) else (k, False, True))
+    text, is_time, keeps_time = found
+    return text, is_time or (time and keeps_time)
 
 
 def _prefix(source_root: str | None) -> str | None:
@@ -154,7 +151,7 @@ def _root(source_root: str | None) -> str | None:
 
 
 def _round(value: float, time: bool) -> float:
-    if value != value or value in (float("inf"), float("-inf")):
+    if value - value != 0:  # inf or nan: kept as they are
         return value
     return round(value, 3) if time else float(f"{value:.12g}")
 
