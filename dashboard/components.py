@@ -28,7 +28,7 @@ from dashboard.views.stacks import (
 from xlaprof.analysis.findings import Finding
 from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.worker_comparison import Straggler
-from xlaprof.report.causes import titled
+from xlaprof.report.causes import finding_cost, titled
 from xlaprof.units import format_duration, format_ms
 
 TOP_FINDINGS = 10
@@ -76,9 +76,7 @@ def findings_list(findings: list[Finding]) -> html.Div:
                 html.Span(f"#{rank}", className="finding-rank"),
                 html.Span(f.kind.value, className="badge", style={"background": color(cause)},
                           title=titled(cause)),
-                html.Span((format_duration(f.lost_us) + " lost" if f.lost_us > 0 else "")
-                          + (f" + {format_duration(f.busy_added_us)} device time added" if f.busy_added_us else ""),
-                          className="finding-lost"),
+                html.Span(finding_cost(f.lost_us, f.busy_added_us) if f.cost_us > 0 else "", className="finding-lost"),
                 html.Code(f.span or "(outside any span)", className="finding-span"),
                 html.Span(f.source or "source unknown", className="finding-source"),
             ], className="finding-head"),

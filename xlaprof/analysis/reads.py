@@ -1,6 +1,6 @@
 """Blocking reads of device values (TransferFromDevice): how many, how long, and in which span.
 
-Contract: ``summarize_reads(host)`` gives one worker's ``ReadSummary``: TransferFromDevice count,
+Contract: ``summarize_reads(host, added)`` gives one worker's ``ReadSummary``: TransferFromDevice count,
 transfer time, blocked host time (the whole reading calls: the forced early execution, sync,
 barrier wait and transfer, what an ``.item()`` costs the host), per-span counts (``NO_SPAN``
 outside any span) and, where the worker's stacks were sampled, per-line counts (the reading
@@ -31,9 +31,9 @@ class ReadSummary:
     busy_added_by_source: dict[str, float] = field(default_factory=dict)  # "file:line" -> that time
 
 
-def summarize_reads(host: HostActivity, busy_added: np.ndarray | None = None) -> ReadSummary:
+def summarize_reads(host: HostActivity, added: np.ndarray) -> ReadSummary:
+    """``added``: per read of ``host.transfers_from_device``, the device time it added."""
     reads = host.transfers_from_device
-    added = np.zeros(len(reads)) if busy_added is None else busy_added
     lines, inside = reads.line.astype(np.int64), reads.end - READ_SPAN_BEFORE_END_US
     spans = [host.spans.label(int(i))[0] or NO_SPAN for i in host.spans_at(lines, inside)]
     sources = [host.stacks.stacks[i].source if i >= 0 else None for i in host.read_stack.tolist()]

@@ -7,6 +7,8 @@ name where there is room: hovers, tooltips, the report's cause table) and its co
 every figure). A cause added to ``attribution.Cause`` needs one row here (a unit test checks every
 cause has one); ``cause_row(value)`` answers a value without a row with a neutral grey and no
 meaning rather than failing, so the reports keep working while a row is missing.
+``finding_cost(lost_us, busy_added_us)`` is how a finding's cost reads ("2.1 ms lost + 1.3 ms device
+time added": the idle time, and for reads the device time they added).
 ``idle_causes()`` is the values of ``attribution.CAUSES``, highest priority first (the order of
 legends and tables). ``CAUSE_OF_FINDING`` is the colour key of a finding kind: its cause, or the
 kind itself.
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xlaprof.analysis.attribution import CAUSES
+from xlaprof.units import format_duration
 
 
 @dataclass(frozen=True)
@@ -48,3 +51,8 @@ def titled(cause: str) -> str:
     """``cause: its meaning``, for a hover or a tooltip."""
     meaning = cause_row(cause).meaning
     return f"{cause}: {meaning}" if meaning else str(cause)
+
+
+def finding_cost(lost_us: float, busy_added_us: float) -> str:
+    added = f" + {format_duration(busy_added_us)} device time added" if busy_added_us else ""
+    return f"{format_duration(lost_us)} lost{added}"

@@ -23,7 +23,7 @@ from xlaprof.analysis.device_profile import NO_SOURCE
 from xlaprof.analysis.frames import short_location
 from xlaprof.analysis.span_index import NO_SPAN
 from xlaprof.framework_files import is_framework_file
-from xlaprof.report.causes import cause_row
+from xlaprof.report.causes import cause_row, finding_cost
 from xlaprof.report.json_report import analysis_json
 from xlaprof.units import format_duration as _t
 
@@ -169,9 +169,7 @@ def shorten(code: str, width: int) -> str:
 
 
 def _cost(finding: dict) -> str:
-    """'2.1 ms lost', and for reads that slowed the device's work '+ 1.3 ms device time added'."""
-    added = f" + {_t(finding['busy_added_us'])} device time added" if finding["busy_added_us"] else ""
-    return f"{_t(finding['lost_us'])} lost{added}"
+    return finding_cost(finding["lost_us"], finding["busy_added_us"])
 
 
 def _line_rows(lines: list[dict], idle: float, top: int) -> list[str]:

@@ -226,7 +226,7 @@ def _read_plane(handle, index: PlaneIndex, chunk_bytes: int) -> tuple[Plane, lis
             if want_stats and raw.stat_event.size:
                 # Rows of the kept events; stats of aggregated events go with them.
                 row_of = np.cumsum(keep) - 1 + base_row
-                # In encoding order (the wire walk yields them by field position), with their row.
+                # In encoding order (numpy's wire walk yields them by field position), with their row.
                 with_row = np.argsort(raw.stat_start, kind="stable")
                 with_row = with_row[keep[raw.stat_event[with_row]]]
                 lead = wire.leading_stat_ids(raw.buffer, raw.stat_start[with_row], raw.stat_len[with_row])
