@@ -20,7 +20,7 @@ import logging
 import os
 import time
 
-from collectors import metrics_sampler, spans, stack_sampler, torch_xla_import
+from collectors import metrics_sampler, read_calls, spans, stack_sampler, torch_xla_import
 from collectors.session_writer import StagedSession, host_name
 from xlaprof.errors import XlaprofError
 from xlaprof.session.manifest import CaptureStatus, WorkerStatus
@@ -64,6 +64,7 @@ class profile:  # noqa: N801 - used like a function
         torch_xla_import.profiler()  # fail here, not in the first step, without torch_xla
         metrics_sampler.ensure_sampler()
         stack_sampler.ensure_sampler()
+        read_calls.install()
         if self.steps is None:
             self._start()
         else:

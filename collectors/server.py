@@ -18,7 +18,7 @@ import socket
 import sys
 import threading
 
-from collectors import metrics_sampler, stack_sampler, torch_xla_import
+from collectors import metrics_sampler, read_calls, stack_sampler, torch_xla_import
 from xlaprof.errors import XlaprofError
 
 _lock = threading.Lock()
@@ -112,6 +112,7 @@ def start_server(port: int = 9012, *, per_process: bool | None = None,
     metrics_sampler.ensure_sampler(ordinal)
     stack_sampler.set_rate(stack_hz)
     stack_sampler.ensure_sampler()
+    read_calls.install()
     # Printed, not logged: the person starting a worker needs the port whatever logging is set to.
     where = f" (local process {ordinal})" if ordinal is not None else ""
     print(f"xlaprof: profiler server listening on port {chosen}{where}; capture with: "

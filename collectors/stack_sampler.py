@@ -85,6 +85,11 @@ def check_rate(stack_hz) -> float:
     return float(stack_hz)
 
 
+def rate() -> float:
+    """The sampling rate of the coming captures (0: no Python stacks)."""
+    return _rate_hz
+
+
 def set_rate(stack_hz: float) -> float:
     """Sample at ``stack_hz`` from the next capture on; returns the previous rate."""
     global _rate_hz

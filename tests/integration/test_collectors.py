@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.workers import SYNC_COUNTS, run_python
 from xlaprof.session import Session
+from xlaprof.xspace import vocabulary
+from xlaprof.xspace.events import stat_text
 
 pytestmark = pytest.mark.torch_xla
 
@@ -105,6 +107,48 @@ def test_spans_add_no_device_transfer_and_no_mark_step(tmp_path):
     counts = _run_script(tmp_path, "nosync.py", NO_SYNC_SCRIPT)
     assert counts["plain"][1] == 5  # five syncs happened, so the counters are live
     assert counts["traced"] == counts["plain"]
+
+
+READ_MARK_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
+    import json, sys, torch, torch_xla, xlaprof
+    dev = torch_xla.device()
+
+    def reads(seed):
+        torch.manual_seed(seed)
+        w = torch.randn(8, 8).to(dev).requires_grad_()
+        loss = (w @ w).relu().sum()
+        before = counts()
+        found = [loss.item(),  # READ 1
+                 bool((w > 0).any()),  # READ 2
+                 (w > 0).nonzero().shape[0],  # READ 3
+                 torch.equal(w, w),  # READ 4
+                 torch.unique((w > 0).int()).numel()]  # READ 5
+        loss.backward()  # the reads left autograd as it was
+        torch_xla.sync()
+        found.append(w.grad.sum().item())
+        return found, [a - b for a, b in zip(counts(), before)]
+
+    plain = reads(0)
+    with xlaprof.profile(sys.argv[1], name="marked") as run:
+        marked = reads(0)
+    print(json.dumps({"plain": plain, "marked": marked, "path": run.path}))
+''')
+
+
+def test_reading_ops_mark_their_calls_and_change_nothing_else(tmp_path):
+    out = _run_script(tmp_path, "reads.py", READ_MARK_SCRIPT)
+    assert out["marked"] == out["plain"]  # the same values and gradient, the same transfers and syncs
+    assert out["plain"][1][0] >= 5  # the reads did transfer, so the counters are live
+    plane = Session.load(out["path"]).workers[0].space.plane(vocabulary.HOST_PLANE)
+    rows = plane.rows_named({vocabulary.READ_CALL_EVENT})
+    stacks = plane.stats.column(vocabulary.PY_READ_STACK_STAT)
+    script = str(tmp_path / "reads.py")
+    # Each mark's stack, at its innermost frame in the script: the read's own line (torch.unique's reads
+    # come from torch/functional.py, called from the script's line).
+    callers = [next(frame for frame in reversed(stat_text(stacks[int(r)]).splitlines()) if frame.startswith(script))
+               for r in rows]
+    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 6)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
+    assert callers == [f"{script}:{line} reads" for line in lines], callers
 
 
 def test_start_server_is_idempotent_and_names_a_taken_port():

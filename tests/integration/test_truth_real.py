@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import capture_arms
-from tests.support.oracle import reads_while_sampled, transfers_in_capture
+from tests.support.oracle import transfers_in_capture
 from tests.support.workers import source_line
 from tests.support.workloads import gpt2_worker
 from xlaprof.report import analysis_json
@@ -55,8 +55,9 @@ def test_gpt2_every_read_is_counted_at_its_own_line(truth_sessions):
     assert reads["count"] == transfers_in_capture(session) > 0  # every read in the capture, per xprof
     by_source = reads["by_source"]
     assert set(by_source) <= READ_LINES, by_source  # none at a neighbour's line
-    # Of the reads made while the sampler ran (it starts a few ms into a capture), 98% at their line.
-    assert sum(by_source.values()) >= 0.98 * reads_while_sampled(session), (by_source, reads["count"])
+    # 98% of the reads at their line (the reading ops mark their calls), or all but the one a capture's
+    # start may cut (a call begun before the recording, not marked).
+    assert sum(by_source.values()) >= min(0.98 * reads["count"], reads["count"] - 1), (by_source, reads["count"])
     assert len(by_source) == 2, by_source  # the short element read too, at its own line
 
 

@@ -1,7 +1,6 @@
 """Oracles from xprof: per-name event counts (the reader's), and per-op device time (the op profile's).
 
-``transfers_in_capture(session)`` is xprof's count of the TransferFromDevice events in a one-worker session;
-``reads_while_sampled(session)`` counts those that began once its main thread's stacks were sampled.
+``transfers_in_capture(session)`` is xprof's count of the TransferFromDevice events in a one-worker session.
 ``xprof_event_counts(path)`` converts a capture with xprof (``xspace_to_tool_data(..., "trace_viewer")``)
 and ``xlaprof_event_counts(path)`` reads it with ``xlaprof.reader``; both return a ``Counter`` of
 ``(plane, line, name, phase)``, where phase is ``"X"`` for complete events and ``"i"`` for instants.
@@ -38,8 +37,6 @@ import shutil
 import tempfile
 from collections import Counter
 from contextlib import contextmanager
-
-import numpy as np
 
 from xlaprof.session import Session
 from xlaprof.xspace import vocabulary
@@ -137,12 +134,3 @@ def transfers_in_capture(session: str) -> int:
     path = Session.load(session).workers[0].path
     return sum(n for (_, _, name, _), n in xprof_event_counts(path).items() if name in vocabulary.TRANSFER_FROM_DEVICE)
 
-
-def reads_while_sampled(session: str) -> int:
-    """The TransferFromDevice events of a one-worker session that began once its main thread's stack
-    sampler was running (after the first event on the "py MainThread" line): the reads whose line a
-    sampled stack can tell (the sampler starts up to ``stack_sampler.POLL_S`` into a capture)."""
-    plane = Session.load(session).workers[0].space.plane(vocabulary.HOST_PLANE)
-    sampled = [i for i, line in enumerate(plane.lines) if line.name == vocabulary.STACK_LINE_PREFIX + "MainThread"]
-    first = plane.events.start_us[np.isin(plane.events.line, sampled)].min()
-    return int((plane.events.start_us[plane.rows_named(vocabulary.TRANSFER_FROM_DEVICE)] >= first).sum())

@@ -14,8 +14,9 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
 - ``at(lines, starts, ends)``: for events, the stack of the first run the sampler began during
   each event (it saw the thread inside it; the run holding an event's start may be the previous
   line's, seen late), else the run holding its end. ``reads_on(line, starts, ends)``: for the
-  reads on ``line``, the stack of each read's call, taken from inside the read where the sampler
-  saw it, else never from a line that does not read (see the method), and when the call began.
+  reads on ``line``, the stack of each read's call and when the call began: the call's own mark
+  where the reading op marked it (``calls``, ``collectors/read_calls.py``), else taken from inside
+  the read where the sampler saw it, else never from a line that does not read (see the method).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
 - ``running``: per run, whether its thread was running Python (it used at least ``RUNNING_SHARE``
   of the run's time on a CPU: the sampler's ``py_cpu_us``) rather than blocked on the run's line (a
@@ -44,6 +45,28 @@ RUNNING_SHARE = 0.3
 
 
 @dataclass
+class ReadCalls:
+    """The Python calls of reads that the reading ops marked themselves (``vocabulary.READ_CALL_EVENT``):
+    per call its host line, start, end (us) and stack id, sorted by (line, start). Calls of one
+    thread never overlap (a reading op's own reads run below the marking)."""
+    line: np.ndarray  # int32
+    start: np.ndarray
+    end: np.ndarray
+    stack: np.ndarray  # int64
+
+    @staticmethod
+    def empty() -> ReadCalls:
+        return ReadCalls(np.zeros(0, np.int32), np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
+
+    def holding(self, line: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Per event [start, end] on ``line``: the index of the call it lies in, or -1."""
+        lo, hi = np.searchsorted(self.line, [line, line + 1])
+        i = np.searchsorted(self.start[lo:hi], starts, side="right") - 1 + lo
+        inside = (i >= lo) & (self.end[np.maximum(i, 0)] >= ends) if hi > lo else np.zeros(starts.size, bool)
+        return np.where(inside, i, -1)
+
+
+@dataclass
 class StackSamples:
     stacks: list[PyStack]
     line: np.ndarray  # int32: host line (index into Plane.lines) of the sampled thread, sorted
@@ -55,6 +78,7 @@ class StackSamples:
     # host line -> sorted times at which that thread provably left the line it was on (a sync
     # returned, a span began): set by host_activity, used to spot a run the sampler saw late
     moved_on: dict[int, np.ndarray] = field(default_factory=dict)
+    calls: ReadCalls = field(default_factory=ReadCalls.empty)
     _ranges: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -91,36 +115,14 @@ class StackSamples:
         if plane is None:
             return StackSamples.empty()
         texts = plane.stats.column(vocabulary.PY_STACK_STAT)
-        if not texts:
+        call_texts = plane.stats.column(vocabulary.PY_READ_STACK_STAT)
+        if not texts and not call_texts:
             return StackSamples.empty()
-        thread_ids = plane.stats.column(vocabulary.PY_THREAD_STAT)
-        thread_names = plane.stats.column(vocabulary.PY_THREAD_NAME_STAT)
-        index_of_id = {line.id: i for i, line in enumerate(plane.lines)}
-        rows = np.fromiter(texts, np.int64, len(texts))
         interned: dict[str, int] = {}
-        stack = np.array([interned.setdefault(stat_text(texts[r]) or "", len(interned)) for r in rows.tolist()],
-                         np.int64)
-        names = [stat_text(thread_names.get(r, "")) for r in rows.tolist()]
-        line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
-                         for r, name in zip(rows.tolist(), names)], np.int32)
-        cpu_column, lag_column = plane.stats.column(vocabulary.PY_CPU_STAT), plane.stats.column(vocabulary.PY_LAG_STAT)
-        cpu = np.array([_number(cpu_column.get(r)) for r in rows.tolist()], np.float64)
-        lag = np.nan_to_num(np.array([_number(lag_column.get(r)) for r in rows.tolist()], np.float64))
-        opened = plane.events.start_us[rows]
-        start, end = opened - np.maximum(lag, 0.0), opened + plane.events.dur_us[rows]
-        order = np.lexsort((start, line))
-        line, start, end, stack, cpu = line[order], start[order], end[order], stack[order], cpu[order]
-        # A run ends where the thread's next one began (its sample, not its later event).
-        same_thread = line[1:] == line[:-1]
-        end[:-1][same_thread] = np.minimum(end[:-1][same_thread], np.maximum(start[1:][same_thread],
-                                                                             start[:-1][same_thread]))
-        keep = _run_heads(line, start, end, stack)
-        heads = np.flatnonzero(keep)
-        run_end = np.maximum.reduceat(end, heads) if keep.size else end
-        run_cpu = np.add.reduceat(cpu, heads) if keep.size else cpu  # NaN where a sample's is unknown
-        stacks = [parse_stack(text) for text in interned]
-        by_line = {int(ln): nm for ln, nm in zip(line.tolist(), (names[i] for i in order.tolist())) if nm}
-        return StackSamples(stacks, line[keep], start[keep], run_end, stack[keep], by_line, run_cpu)
+        samples = _sample_runs(plane, texts, interned, main_line) if texts else StackSamples.empty()
+        samples.calls = _read_calls(plane, call_texts, interned)
+        samples.stacks = [parse_stack(text) for text in interned]
+        return samples
 
     def _covering(self, line: int, times: np.ndarray) -> np.ndarray:
         lo, hi = self._ranges.get(int(line), (0, 0))
@@ -196,26 +198,37 @@ class StackSamples:
     def reads_on(self, line: int, starts: np.ndarray, ends: np.ndarray,
                  calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For the reads (TransferFromDevice events [start, end], sorted) on ``line``: the stack id
-        of each read's Python call (-1 where unknown), and when that call began (-inf where the
-        sampler did not see it). ``calls``: when each read's call provably was under way (its
+        of each read's Python call (-1 where unknown), and when that call began (-inf where
+        unknown). A read inside a marked call (``self.calls``) has that call's stack and start.
+        Otherwise the sampler tells: ``calls``: when each read's call provably was under way (its
         chain of runtime events before the transfer began). A read's run is ``_first_seen``'s
-        where its stack is a reading stack, one the sampler saw from inside a reading call
-        somewhere in the capture (a run that began between ``calls`` and the read's end). A
-        sampler that slept through a short read (or was kept off the cores by the device's own
-        threads, which a read sets to work) saw the thread on the line it had before, then on the
-        reading line just after, or on none: so where reading stacks
-        exist, a read whose run's stack is not one takes the next run's (begun within ``LAG_US``
-        of the read's end) if that one is, else the stack seen for the reads that followed a run
-        of its run's stack (``_seen_after_same_stack``), else none: never a line that does not
-        read. A capture where no read was seen from inside keeps ``_first_seen``'s runs."""
-        run, stale_run = self._first_seen(line, starts, ends)
+        where its stack is a reading stack: a marked call's, or one the sampler saw from inside a
+        reading call somewhere in the capture (a run that began between ``calls`` and the read's
+        end). A sampler that slept through a short read (or was kept off the cores by the device's
+        own threads, which a read sets to work) saw the thread on the line it had before, then on
+        the reading line just after, or on none: so where reading stacks exist, a read whose run's
+        stack is not one takes the next run's (begun within ``LAG_US`` of the read's end) if that
+        one is, else the stack seen for the reads that followed a run of its run's stack
+        (``_seen_after_same_stack``), else none: never a line that does not read. A capture where
+        no read was seen from inside keeps ``_first_seen``'s runs."""
+        stacks, begun = self._sampled_reads(line, starts, ends, calls)
+        held = self.calls.holding(line, starts, ends)
+        marked = held >= 0
+        stacks[marked], begun[marked] = self.calls.stack[held[marked]], self.calls.start[held[marked]]
+        return stacks, begun
+
+    def _sampled_reads(self, line: int, starts: np.ndarray, ends: np.ndarray,
+                       calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``reads_on`` from the sampler's runs alone."""
         if not len(self):
-            return np.full(run.size, -1, np.int64), np.full(run.size, -np.inf)
+            return np.full(starts.size, -1, np.int64), np.full(starts.size, -np.inf)
+        run, stale_run = self._first_seen(line, starts, ends)
         lo, hi = self._ranges.get(int(line), (0, 0))
         begun = np.searchsorted(self.start[lo:hi], calls, side="left") + lo
         inside = (begun < hi) & (self.start[np.minimum(begun, hi - 1)] < ends)
         reading = np.zeros(len(self.stacks) + 1, bool)
         reading[self.stack[begun[inside]]] = True
+        reading[self.calls.stack] = True
         after = np.searchsorted(self.start[lo:hi], ends - SEEN_US, side="left") + lo
         soon = (after < hi) & (self.start[np.minimum(after, hi - 1)] - ends <= LAG_US)
         next_stack = np.where(soon, self.stack[np.minimum(after, hi - 1)], -1)
@@ -236,6 +249,49 @@ def _run_heads(line: np.ndarray, start: np.ndarray, end: np.ndarray, stack: np.n
     head = np.ones(line.size, bool)
     head[1:] = (line[1:] != line[:-1]) | (stack[1:] != stack[:-1]) | (start[1:] - end[:-1] > MERGE_US)
     return head
+
+
+def _interned(plane: Plane, texts: dict, rows: np.ndarray, interned: dict[str, int]) -> np.ndarray:
+    """Stack ids of the rows' stack texts, each new text given the next id."""
+    return np.array([interned.setdefault(stat_text(texts[r]) or "", len(interned)) for r in rows.tolist()], np.int64)
+
+
+def _sample_runs(plane: Plane, texts: dict, interned: dict[str, int], main_line: int) -> StackSamples:
+    """The sampler's events as runs (see the contract); ``stacks`` is left to the caller."""
+    thread_ids = plane.stats.column(vocabulary.PY_THREAD_STAT)
+    thread_names = plane.stats.column(vocabulary.PY_THREAD_NAME_STAT)
+    index_of_id = {line.id: i for i, line in enumerate(plane.lines)}
+    rows = np.fromiter(texts, np.int64, len(texts))
+    stack = _interned(plane, texts, rows, interned)
+    names = [stat_text(thread_names.get(r, "")) for r in rows.tolist()]
+    line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
+                     for r, name in zip(rows.tolist(), names)], np.int32)
+    cpu_column, lag_column = plane.stats.column(vocabulary.PY_CPU_STAT), plane.stats.column(vocabulary.PY_LAG_STAT)
+    cpu = np.array([_number(cpu_column.get(r)) for r in rows.tolist()], np.float64)
+    lag = np.nan_to_num(np.array([_number(lag_column.get(r)) for r in rows.tolist()], np.float64))
+    opened = plane.events.start_us[rows]
+    start, end = opened - np.maximum(lag, 0.0), opened + plane.events.dur_us[rows]
+    order = np.lexsort((start, line))
+    line, start, end, stack, cpu = line[order], start[order], end[order], stack[order], cpu[order]
+    # A run ends where the thread's next one began (its sample, not its later event).
+    same_thread = line[1:] == line[:-1]
+    end[:-1][same_thread] = np.minimum(end[:-1][same_thread], np.maximum(start[1:][same_thread],
+                                                                         start[:-1][same_thread]))
+    keep = _run_heads(line, start, end, stack)
+    heads = np.flatnonzero(keep)
+    run_end = np.maximum.reduceat(end, heads) if keep.size else end
+    run_cpu = np.add.reduceat(cpu, heads) if keep.size else cpu  # NaN where a sample's is unknown
+    by_line = {int(ln): nm for ln, nm in zip(line.tolist(), (names[i] for i in order.tolist())) if nm}
+    return StackSamples([], line[keep], start[keep], run_end, stack[keep], by_line, run_cpu)
+
+
+def _read_calls(plane: Plane, texts: dict, interned: dict[str, int]) -> ReadCalls:
+    rows = np.fromiter(texts, np.int64, len(texts))
+    line, start = plane.events.line[rows].astype(np.int32), plane.events.start_us[rows]
+    order = np.lexsort((start, line))
+    rows = rows[order]
+    return ReadCalls(line[order], start[order], start[order] + plane.events.dur_us[rows],
+                     _interned(plane, texts, rows, interned))
 
 
 def _number(value) -> float:
