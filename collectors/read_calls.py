@@ -23,7 +23,7 @@ import sys
 import threading
 
 from collectors import stack_sampler, torch_xla_import
-from collectors.stack_runs import StackReader
+from collectors.stack_runs import StackReader, hide_innermost
 from xlaprof.xspace.vocabulary import PY_READ_STACK_STAT, READ_CALL_EVENT, USER_SPAN_LEVEL
 
 READ_OPS = ("_local_scalar_dense", "nonzero", "equal", "_unique2", "unique_dim", "unique_consecutive")
@@ -46,7 +46,7 @@ def install() -> None:
             profiler = torch_xla_import.profiler()
             library = torch.library.Library("aten", "IMPL")
             for name in READ_OPS:
-                op = getattr(torch.ops.aten, name).default
+                op = getattr(torch.ops.aten, name).default._op  # the C++ callable: no Python frame above the kernel's
                 library.impl(name, _marking_kernel(op, profiler, torch._C._AutoDispatchBelowAutograd), _DISPATCH_KEY)
         except Exception as exc:  # instrumentation must never take the worker down: the sampler still names reads
             log.warning("xlaprof: reads are not marked at their calls (%s); the stack sampler alone names them", exc)
@@ -67,4 +67,5 @@ def _marking_kernel(op, profiler, below_autograd):
             with below_autograd():
                 return op(*args, **kwargs)
 
+    hide_innermost(kernel.__code__)  # a sample taken during the read shows the caller's line
     return kernel

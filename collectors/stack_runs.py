@@ -10,7 +10,8 @@ Contract:
   (``_stack_watch.Watcher``: ``depth - kept`` and ``kept``; more kept frames than the previous
   read had means another previous read, and the whole stack is formatted). It returns the
   previous ``Stack`` when the text came out equal (so equal stacks are the same object), and
-  holds text between calls, never a frame.
+  holds text between calls, never a frame. An innermost frame of a code passed to
+  ``hide_innermost`` (xlaprof's own wrapper, e.g. ``read_calls``' kernel) is left out: the stack is its caller's.
 - Text is TraceMe-safe (``safe_text``): characters at which the profiler's
   "name#key=value,...#" metadata encoding cuts a value (``, # ' "``, and brackets left open)
   become "?".
@@ -80,6 +81,15 @@ def _texts_of(code) -> tuple[str, str, str]:
     return texts
 
 
+_hidden_codes: set = set()  # code objects of xlaprof's own frames that a stack leaves out (innermost only)
+
+
+def hide_innermost(code) -> None:
+    """Leave frames of ``code`` out of the stacks read when they are innermost (a wrapper of
+    xlaprof's own around a call, e.g. the read-marking kernel: the sampled line is its caller's)."""
+    _hidden_codes.add(code)
+
+
 class StackReader:
     """Reads one thread's stacks, formatting only the frames that changed since its previous read."""
 
@@ -88,6 +98,8 @@ class StackReader:
         self._stack: Stack | None = None
 
     def read(self, frame, changed: int | None = None, kept: int = 0) -> Stack:
+        if frame.f_code in _hidden_codes and frame.f_back is not None:  # xlaprof's own frame, innermost
+            frame, changed = frame.f_back, None if changed is None else max(changed - 1, 0)
         innermost, frames = frame, []
         if kept > len(self._lines):  # not the previous read the caller compared with: read it all
             changed, kept = None, 0

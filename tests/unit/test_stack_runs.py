@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from collectors.stack_runs import RunWriter, Stack, StackReader, safe_text
+from collectors.stack_runs import RunWriter, Stack, StackReader, hide_innermost, safe_text
 
 
 def here() -> int:
@@ -87,6 +87,26 @@ def test_kept_frames_come_from_the_previous_read_and_only_the_changed_ones_are_f
     # more kept frames than the previous read had: another previous read, so all is formatted
     fresh = StackReader().read(sys._getframe(), changed=1, kept=depth - 1).text.split("\n")
     assert fresh[:-1] == whole.text.split("\n")[:-1]
+
+
+def _wrapper_of_xlaprof(frames: list) -> None:
+    frames.append(sys._getframe())
+
+
+hide_innermost(_wrapper_of_xlaprof.__code__)
+
+
+def test_a_hidden_innermost_frame_is_left_out_and_the_stack_is_its_callers():
+    frames: list = []
+    _wrapper_of_xlaprof(frames)
+    (wrapped,) = frames
+    depth = len(StackReader().read(sys._getframe()).text.split("\n")) + 1  # the C loop counts the hidden frame
+    reader = StackReader()
+    # The wrapper's frame came on top of the caller's frames, all kept (all three reads on one line).
+    me, kept = sys._getframe(), depth - 1
+    caller, stack, whole = reader.read(me), reader.read(wrapped, changed=1, kept=kept), StackReader().read(wrapped)
+    assert stack is caller and whole.text == caller.text and "_wrapper_of_xlaprof" not in whole.text
+    assert whole.label == caller.label and whole.label.startswith("test_stack_runs.py:")
 
 
 def test_text_that_would_cut_the_profilers_metadata_is_replaced():
