@@ -9,7 +9,7 @@ step time and in device idle time (medians over neighbouring run pairs, see
 ``tests/support/ab_truth.py``) and their ratios; at the end, per case the median and the range of
 each ratio over the repetitions. Cases: ``helper`` (denoise loop, ``tiny_scheduler``'s
 ``.nonzero().item()`` every step), ``closure`` (a read in ``xm.add_step_closure`` every step),
-``diffusers`` (DPM-Solver's index lookup on the device vs ``set_begin_index(0)``).
+``diffusers`` (DPM-Solver's index lookup on the device vs ``set_begin_index(0)``): ``ab_truth.AB_CASES``.
 """
 from __future__ import annotations
 
@@ -23,29 +23,20 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.conftest import capture_arms
-from tests.support.ab_truth import ab_figures
-from tests.support.workloads import denoise_worker, diffusers_worker
-
-AB = ["--pin-cores", "--alternate-reads"]
-CASES = {
-    "helper": ("tests.support.workloads.denoise_worker", ["--spans", "xp"], denoise_worker.STEPS_PER_RUN),
-    "closure": ("tests.support.workloads.denoise_worker",
-                ["--spans", "xp", "--no-scheduler-reads", "--closure-every", "1"], denoise_worker.STEPS_PER_RUN),
-    "diffusers": ("tests.support.workloads.diffusers_worker", [], diffusers_worker.STEPS_PER_RUN),
-}
+from tests.support.ab_truth import AB_CASES, AB_OPTIONS, ab_figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--cases", default=",".join(AB_CASES))
     args = parser.parse_args()
     ratios: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as logdir:
         for repetition in range(args.repeat):
             for case in args.cases.split(","):
-                module, worker_args, steps_per_run = CASES[case]
-                ((_, analysis),) = capture_arms(logdir, {f"{case}{repetition}": worker_args + AB}, module).values()
+                module, worker_args, steps_per_run = AB_CASES[case]
+                ((_, analysis),) = capture_arms(logdir, {f"{case}{repetition}": worker_args + AB_OPTIONS}, module).values()
                 f = ab_figures(analysis, steps_per_run)
                 step_ratio, idle_ratio = f["cost_us"] / f["saving_us"], f["charged_us"] / f["idle_saving_us"]
                 ratios.setdefault(case, []).append((step_ratio, idle_ratio, f["charged_us"] / f["saving_us"]))

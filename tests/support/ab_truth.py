@@ -14,15 +14,34 @@ the truth, what removing the reads saves; ``idle_saving_us``, the same for the d
 (the saving without what the arms' device work differs by); ``charged_us``, the median idle charge
 of a run with reads, and ``cost_us``, the median of that charge plus the device time added: the
 analysis' claims; ``pairs``, the number of pairs.
+``AB_CASES``: the cases of the truth, each (workload module, its arguments, steps per sampling run),
+run with ``AB_OPTIONS``; ``READ_DURING_DEVICE_WORK`` those whose reads run while the device works.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from tests.support.workloads import denoise_worker
 from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
 from xlaprof.analysis import intervals
 from xlaprof.analysis.attribution import CODE, Cause
 from xlaprof.analysis.read_slowdown import busy_added
+
+AB_OPTIONS = ["--pin-cores", "--alternate-reads"]
+DIFFUSERS_STEPS_PER_RUN = 2  # a lookup (its two reads) every 2 steps: twice the share of a 4-step run's
+AB_CASES = {
+    # denoise loop, tiny_scheduler's .nonzero().item() every step
+    "helper": ("tests.support.workloads.denoise_worker", ["--spans", "xp"], denoise_worker.STEPS_PER_RUN),
+    # a read in xm.add_step_closure every step
+    "closure": ("tests.support.workloads.denoise_worker",
+                ["--spans", "xp", "--no-scheduler-reads", "--closure-every", "1"], denoise_worker.STEPS_PER_RUN),
+    # DPM-Solver's index lookup on the device vs set_begin_index(0) with the lookup's other tensor work
+    "diffusers": ("tests.support.workloads.diffusers_worker", ["--steps-per-run", str(DIFFUSERS_STEPS_PER_RUN)],
+                  DIFFUSERS_STEPS_PER_RUN),
+}
+# The cases whose reads run while the device works (mid-step), slowing its programs: their cost is more
+# than their idle charge. Diffusers' lookup reads at a run's first step, with nothing else running.
+READ_DURING_DEVICE_WORK = {"helper", "closure"}
 
 
 def arm_runs(analysis) -> dict[str, list[tuple[float, float, float, float, float]]]:

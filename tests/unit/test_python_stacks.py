@@ -205,35 +205,42 @@ def test_sampled_host_time_is_tracing_when_running_or_waiting_in_torch_and_block
     assert ("/work/train.py:20", "host_tracing") in lines and ("/work/model.py:5", "host_tracing") in lines
 
 
-def _marked_read_capture(library: str, *, sampled: bool) -> bytes:
-    """``capture``'s read, its call marked by the reading op [390, 555] (collectors/read_calls.py),
-    while the sampler (if any) saw only the training step's line: it slept through the read."""
+def _marked_read_capture(library: str, *, sampled: str) -> bytes:
+    """``capture``'s read, its call marked by the reading op [390, 555] (collectors/read_calls.py).
+    ``sampled``: "none" (no sampler), "neighbour" (the sampler saw only the training step's line: it
+    slept through the read) or "line" (it saw the reading line from 300 on, inside torch's Python:
+    the statement that reads began there)."""
     builder = XSpaceBuilder()
     builder.task_environment(1000.0)
     host = builder.plane(vocabulary.HOST_PLANE)
     python = host.line("python", line_id=1)
     python.event("reporting", 100, 500)
     python.event("TensorCollectionBarrier", 400, 50)
-    python.event(vocabulary.READ_CALL_EVENT, 390, 165,
-                 **{vocabulary.PY_READ_STACK_STAT: f"{MAIN}\n{library}:3 lookup"})
+    marked = f"{MAIN}\n{library}:3 lookup"
+    python.event(vocabulary.READ_CALL_EVENT, 390, 165, **{vocabulary.PY_READ_STACK_STAT: marked})
     python.event(TFD, 450, 100)
     modules = builder.plane("/device:TPU:0").line("XLA Modules")
     modules.event("SyncTensorsGraph.1", 0, 100)
     modules.event("SyncTensorsGraph.2", 600, 400)
-    if sampled:
-        add_stack_samples(host, thread_line_id=1, runs=[(0, 1000, "main")], stacks={"main": MAIN})
+    stacks = {"main": MAIN, "line": f"{marked}\n/venv/lib/python3.11/site-packages/torch/_tensor.py:40 __eq__"}
+    if sampled == "neighbour":
+        add_stack_samples(host, thread_line_id=1, runs=[(0, 1000, "main")], stacks=stacks)
+    elif sampled == "line":
+        add_stack_samples(host, thread_line_id=1, runs=[(0, 300, "main"), (300, 1000, "line")], stacks=stacks)
     return builder.to_bytes()
 
 
-@pytest.mark.parametrize("sampled", [True, False])
-def test_a_read_whose_call_the_op_marked_is_at_the_marked_line_from_the_calls_start(tmp_path, library, sampled):
+@pytest.mark.parametrize("sampled, began", [("neighbour", 390.0), ("none", 390.0), ("line", 300.0)])
+def test_a_read_whose_call_the_op_marked_is_at_the_marked_line_from_the_lines_start(tmp_path, library, sampled,
+                                                                                     began):
     out = analysis_json(analysed(tmp_path, _marked_read_capture(library, sampled=sampled)))
     # Not the sampled neighbour (train.py:20): the line the reading op was called from.
     assert out["transfers_from_device"]["by_source"] == {f"{library}:3": 1}
     read = next(g for g in out["gaps"] if g["cause"] == "transfer_from_device")
-    # The read is the whole marked call [390, 555], cut at the device's return (the TFD ends at 550).
-    assert (read["start_us"], read["source"], read["stack"][-1]) == (390.0, f"{library}:3", f"{library}:3 lookup")
-    assert out["idle_by_cause_us"]["transfer_from_device"] == pytest.approx(160.0)
-    if sampled:  # the marked call is a reading stack: a sampled run is never taken for the read
+    # The read is the marked call [390, 555] (past the transfer's end, 550: the op's return), or from
+    # where the sampler saw its line begin (300).
+    assert (read["start_us"], read["source"], read["stack"][-1]) == (began, f"{library}:3", f"{library}:3 lookup")
+    assert out["idle_by_cause_us"]["transfer_from_device"] == pytest.approx(555.0 - began)
+    if sampled == "neighbour":  # the marked call is a reading stack: a sampled run is never taken for the read
         assert ("/work/train.py:20", "transfer_from_device") not in {(r["source"], r["cause"])
                                                                     for r in out["idle_by_line"]}

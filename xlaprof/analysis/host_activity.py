@@ -4,11 +4,12 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
 - ``transfers_from_device``: each blocking read (``.item()``, ``print(t)``, ``nonzero``) as the
   whole Python call that reads the value: its TransferFromDevice extended back to where the call
   began, so the call's forced early run of a partial graph (its tracing, sync and barrier wait)
-  belongs to the read that forced it. Where the sampler recorded the thread's stacks, the call
-  began when the run of samples holding the read began (the same Python line, nothing deeper);
-  without stacks, at the start of the chain of runtime events (tracing, barrier) before the
-  transfer on its thread, each within ``READ_JOIN_US`` of the next. ``EventSet.rows`` still name
-  the transfer events themselves.
+  belongs to the read that forced it. Where the reading op marked its call (``READ_CALL_EVENT``),
+  the read is that call, from where its line began to the op's return; else, where the sampler
+  recorded the thread's stacks, the call began when the run of samples holding the read began
+  (the same Python line, nothing deeper); without stacks, at the start of the chain of runtime
+  events (tracing, barrier) before the transfer on its thread, each within ``READ_JOIN_US`` of the
+  next. ``EventSet.rows`` still name the transfer events themselves.
 - ``transfers_to_device``, ``compiles`` (graph-level ``XLAGraphExecutor::Compile`` with its
   ``graph_hash``; the backend compile where no graph-level event exists), ``edge_compile``: the
   compiler's passes of a compile that began before the capture (``span_index.compiler_rows``), ``tracing`` (the lazy
@@ -174,13 +175,13 @@ def _in_runtime(stack: PyStack) -> bool:
 
 def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
                 stacks: StackSamples) -> tuple[EventSet, np.ndarray]:
-    """Each read extended back to the start of the Python call that made it (see the contract), and
+    """Each read extended to the Python call that made it (see the contract), and
     the stack id of that call (``StackSamples.reads_on``; -1 where unknown). A chain of runtime
     events never reaches back over a step boundary (an explicit sync)."""
     read_stack = np.full(len(reads), -1, np.int64)
     if not len(reads):
         return reads, read_stack
-    start = reads.start.copy()
+    start, end = reads.start.copy(), reads.end.copy()
     for line in np.unique(reads.line).tolist():
         mine = np.flatnonzero(reads.line == line)
         on_line = runtime.line == line
@@ -189,12 +190,12 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
         last_boundary = np.searchsorted(b_end, reads.start[mine], side="right") - 1
         chained = np.array([max(_chain_start(r_start, r_end, reads.start[i]), b_end[k] if k >= 0 else -np.inf)
                             for i, k in zip(mine.tolist(), last_boundary.tolist())])
-        read_stack[mine], seen_begun = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
+        read_stack[mine], seen_begun, end[mine] = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
         previous_end = -np.inf
         for i, begun, chain in zip(mine.tolist(), seen_begun.tolist(), chained.tolist()):
             start[i] = max(min(chain if begun == -np.inf else begun, reads.start[i]), previous_end)
-            previous_end = reads.end[i]
-    return EventSet(reads.rows, start, reads.end, reads.line), read_stack
+            previous_end = end[i]
+    return EventSet(reads.rows, start, end, reads.line), read_stack
 
 
 def _moved_on(plane: Plane, boundary_rows: np.ndarray, read_rows: np.ndarray,

@@ -14,7 +14,7 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
 - ``at(lines, starts, ends)``: for events, the stack of the first run the sampler began during
   each event (it saw the thread inside it; the run holding an event's start may be the previous
   line's, seen late), else the run holding its end. ``reads_on(line, starts, ends)``: for the
-  reads on ``line``, the stack of each read's call and when the call began: the call's own mark
+  reads on ``line``, the stack of each read's call and when the call began and ended: the call's own mark
   where the reading op marked it (``calls``, ``collectors/read_calls.py``), else taken from inside
   the read where the sampler saw it, else never from a line that does not read (see the method).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
@@ -196,10 +196,13 @@ class StackSamples:
         return result
 
     def reads_on(self, line: int, starts: np.ndarray, ends: np.ndarray,
-                 calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 calls: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For the reads (TransferFromDevice events [start, end], sorted) on ``line``: the stack id
-        of each read's Python call (-1 where unknown), and when that call began (-inf where
-        unknown). A read inside a marked call (``self.calls``) has that call's stack and start.
+        of each read's Python call (-1 where unknown), when that call began (-inf where unknown)
+        and when it ended (the read's end where unknown). A read inside a marked call
+        (``self.calls``) has that call's stack, began where the call's line began (``_line_began``)
+        and ended with the call (a CPU-fallback op such as ``nonzero`` computes and uploads its
+        result after the transfer).
         Otherwise the sampler tells: ``calls``: when each read's call provably was under way (its
         chain of runtime events before the transfer began). A read's run is ``_first_seen``'s
         where its stack is a reading stack: a marked call's, or one the sampler saw from inside a
@@ -213,9 +216,24 @@ class StackSamples:
         no read was seen from inside keeps ``_first_seen``'s runs."""
         stacks, begun = self._sampled_reads(line, starts, ends, calls)
         held = self.calls.holding(line, starts, ends)
-        marked = held >= 0
-        stacks[marked], begun[marked] = self.calls.stack[held[marked]], self.calls.start[held[marked]]
-        return stacks, begun
+        marked = np.flatnonzero(held >= 0)
+        stacks[marked], begun[marked] = self.calls.stack[held[marked]], self._line_began(line, held[marked])
+        ended = ends.copy()
+        ended[marked] = self.calls.end[held[marked]]
+        return stacks, begun, ended
+
+    def _line_began(self, line: int, held: np.ndarray) -> np.ndarray:
+        """When each marked call's line began: the start of the sampled run holding the call's start
+        where that run was on the same line (its stack begins with the call's: the statement that
+        reads, as ``x = (a == b).nonzero()`` traces ``a == b`` before the op), else the call's start."""
+        call_start = self.calls.start[held]
+        run = self._covering(line, call_start)
+        began = call_start.copy()
+        for k in np.flatnonzero(run >= 0).tolist():
+            sampled, marked = self.stacks[self.stack[run[k]]].frames, self.stacks[self.calls.stack[held[k]]].frames
+            if sampled[:len(marked)] == marked:
+                began[k] = min(began[k], self.start[run[k]])
+        return began
 
     def _sampled_reads(self, line: int, starts: np.ndarray, ends: np.ndarray,
                        calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,8 @@ on an accelerator. No spans, no debug flags: only ``xlaprof.start_server``. With
   device (the reads) and the fair counterfactual without them, each run a span named after its
   arm. The counterfactual is ``scheduler.set_begin_index(0)`` (what diffusers' pipelines call): the
   same device timesteps, UNet and scheduler math, but the first ``step`` takes its index from the
-  host instead of looking it up on the device. (Timesteps on the CPU would change more than the
+  host instead of looking it up on the device; the lookup's tensor work without its reads (the
+  timestep moved, the comparison, a candidate taken) is traced apart, so the arms differ by the reads. (Timesteps on the CPU would change more than the
   read: the loop variable, the UNet's timestep input and the host's tracing all differ.)
 """
 from __future__ import annotations
@@ -47,9 +48,10 @@ def sample(args) -> None:
     with torch.no_grad():
         while True:
             with ab_harness.sampling_run(args, runs) as reads:
-                scheduler.set_timesteps(STEPS_PER_RUN, device=device)
+                scheduler.set_timesteps(args.steps_per_run, device=device)
                 if not reads:
                     scheduler.set_begin_index(0)  # the counterfactual: the index from the host, no read
+                    _lookup_without_reads(scheduler)
                 latents = torch.randn(2, 3, 8, 8, device=device)
                 for t in scheduler.timesteps:
                     noise = unet(latents, t).sample
@@ -63,9 +65,18 @@ def sample(args) -> None:
                 announce_ready(args.port)
 
 
+def _lookup_without_reads(scheduler) -> None:
+    """The tensor work of the first step's index lookup (``_init_step_index``: the timestep moved to
+    the schedule's device, ``index_for_timestep``: the comparison, a candidate taken) without its two
+    reads (``.nonzero()``, ``.item()``): traced, never run, as the counterfactual's host work."""
+    timestep = scheduler.timesteps[0].to(scheduler.timesteps.device)
+    (scheduler.timesteps == timestep)[1]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = worker_parser(__doc__.splitlines()[0])
     parser.add_argument("--unet-only", action="store_true", help="no scheduler.step: the A/B arm without its reads")
+    parser.add_argument("--steps-per-run", type=int, default=STEPS_PER_RUN, help="denoising steps of a sampling run")
     ab_harness.add_options(parser)
     args = parser.parse_args(argv)
     watch_stdin(args)
