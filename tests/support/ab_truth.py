@@ -15,7 +15,7 @@ the truth, what removing the reads saves; ``idle_saving_us``, the same for the d
 of a run with reads, and ``cost_us``, the median of that charge plus the device time added: the
 analysis' claims; ``pairs``, the number of pairs.
 ``AB_CASES``: the cases of the truth, each (workload module, its arguments, steps per sampling run),
-run with ``AB_OPTIONS``; ``READ_DURING_DEVICE_WORK`` those whose reads run while the device works.
+run with ``AB_OPTIONS``.
 """
 from __future__ import annotations
 
@@ -39,9 +39,6 @@ AB_CASES = {
     "diffusers": ("tests.support.workloads.diffusers_worker", ["--steps-per-run", str(DIFFUSERS_STEPS_PER_RUN)],
                   DIFFUSERS_STEPS_PER_RUN),
 }
-# The cases whose reads run while the device works (mid-step), slowing its programs: their cost is more
-# than their idle charge. Diffusers' lookup reads at a run's first step, with nothing else running.
-READ_DURING_DEVICE_WORK = {"helper", "closure"}
 
 
 def arm_runs(analysis) -> dict[str, list[tuple[float, float, float, float, float]]]:
