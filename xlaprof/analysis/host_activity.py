@@ -188,8 +188,9 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
         r_start, r_end = runtime.start[on_line], runtime.end[on_line]
         b_end = np.sort(boundaries.end[boundaries.line == line])
         last_boundary = np.searchsorted(b_end, reads.start[mine], side="right") - 1
-        chained = np.array([max(_chain_start(r_start, r_end, reads.start[i]), b_end[k] if k >= 0 else -np.inf)
-                            for i, k in zip(mine.tolist(), last_boundary.tolist())])
+        boundary = b_end[np.maximum(last_boundary, 0)] if b_end.size else np.zeros(mine.size)
+        chained = np.maximum(_chain_starts(r_start, r_end, reads.start[mine]),
+                             np.where(last_boundary >= 0, boundary, -np.inf))
         read_stack[mine], seen_begun, end[mine] = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
         previous_end = -np.inf
         for i, begun, chain in zip(mine.tolist(), seen_begun.tolist(), chained.tolist()):
@@ -210,11 +211,16 @@ def _moved_on(plane: Plane, boundary_rows: np.ndarray, read_rows: np.ndarray,
     return {int(line): np.sort(times[lines == line]) for line in np.unique(lines).tolist()}
 
 
-def _chain_start(r_start: np.ndarray, r_end: np.ndarray, t: float) -> float:
-    """Where the chain of runtime events ending just before ``t`` began (``t`` without one)."""
-    k = int(np.searchsorted(r_start, t, side="left")) - 1
-    begun = t
-    while k >= 0 and begun - r_end[k] <= READ_JOIN_US:
-        begun = min(begun, r_start[k])
-        k -= 1
-    return begun
+def _chain_starts(r_start: np.ndarray, r_end: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """For each time ``t``, where the chain of runtime events (sorted by start) ending just before it
+    began: walking back from the last event begun before ``t``, each event joins while the one after
+    it (or ``t``) begins within ``READ_JOIN_US`` of its end; ``t`` where none does."""
+    if not r_start.size:
+        return times.astype(np.float64, copy=True)
+    last = np.searchsorted(r_start, times, side="left") - 1
+    joined = (last >= 0) & (times - r_end[np.maximum(last, 0)] <= READ_JOIN_US)
+    if not joined.any():
+        return times.astype(np.float64, copy=True)
+    breaks = np.flatnonzero(np.r_[True, r_start[1:] - r_end[:-1] > READ_JOIN_US])  # where a chain begins
+    first = breaks[np.searchsorted(breaks, np.maximum(last, 0), side="right") - 1]
+    return np.where(joined, np.minimum(r_start[first], times), times)

@@ -98,9 +98,10 @@ def _build(plane: Plane | None, rows: np.ndarray, sources: dict, steps: dict) ->
     order = np.lexsort((-end, start, line))
     rows, line, start, end = rows[order], line[order], start[order], end[order]
     parent = _open_parents(line, start, end)
-    names = [plane.names[n] for n in ev.name[rows]]
-    source = [stat_text(sources.get(int(r))) for r in rows]
-    step = np.array([_int(steps.get(int(r))) for r in rows], np.int64)
+    names = [plane.names[n] for n in ev.name[rows].tolist()]
+    listed = rows.tolist()
+    source = [stat_text(sources.get(r)) for r in listed]
+    step = np.array([_int(steps.get(r)) for r in listed], np.int64)
     return SpanIndex(rows, names, source, step, line.astype(np.int32), start, end, parent)
 
 

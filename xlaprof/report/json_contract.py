@@ -24,6 +24,8 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 
+import numpy as np
+
 SCHEMA_VERSION = "2.1"
 SCHEMAS = ("analysis", "diff")
 _KEPT_WHOLE = frozenset({"session", "source_root"})  # keys whose paths are never made relative
@@ -126,6 +128,9 @@ def _walk_columns(columns: dict, prefix: str | None, time: bool, keys: dict, key
             formed.append(_walk_columns(column, prefix, t, keys, k))
         else:
             inner = k if isinstance(k, str) else key
+            if t and column and all(type(v) is float for v in column):  # times: the rounding at once
+                formed.append(np.round(np.array(column), 3).tolist())
+                continue
             formed.append([_round(v, t) if type(v) is float else _walk(v, prefix, t, inner, keys) for v in column])
     return [dict(zip(texts, row)) for row in zip(*formed)]
 

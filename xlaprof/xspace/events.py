@@ -74,7 +74,8 @@ class StatTable:
         except ValueError:
             return {}
         rows = np.flatnonzero(self.key == key_id)
-        return {int(self.event[r]): self.value[r] for r in rows}
+        values = self.value
+        return dict(zip(self.event[rows].tolist(), [values[r] for r in rows.tolist()]))
 
     def of_event(self, row: int) -> dict[str, object]:
         hits = np.flatnonzero(self.event == row)
