@@ -59,11 +59,11 @@ def _marking_kernel(op, profiler, below_autograd):
     is_enabled, trace_me = profiler.TraceMe.is_enabled, profiler.TraceMe
 
     def kernel(*args, **kwargs):
-        if not is_enabled(USER_SPAN_LEVEL) or stack_sampler.rate() == 0:
+        caller = sys._getframe().f_back  # the frame that called the op (kernels run in C++); None from C++ alone
+        if caller is None or not is_enabled(USER_SPAN_LEVEL) or stack_sampler.rate() == 0:
             with below_autograd():
                 return op(*args, **kwargs)
-        stack = StackReader().read(sys._getframe(1))  # the frame that called the op (kernels run in C++)
-        with trace_me(READ_CALL_EVENT, **{PY_READ_STACK_STAT: stack.text}):
+        with trace_me(READ_CALL_EVENT, **{PY_READ_STACK_STAT: StackReader().read(caller).text}):
             with below_autograd():
                 return op(*args, **kwargs)
 
