@@ -2,32 +2,34 @@
 
 A read too short for the stack sampler to see from inside (a 0.1 ms ``.item()`` between busy
 lines) would take a neighbouring line's stack. So the reading ops themselves say where they were
-called from: ``install()`` (once per process, from ``start_server`` and ``profile``) registers, for
-XLA tensors, a kernel in front of each op of ``READ_OPS`` at the autograd key. While a capture
-records and the stack rate is not 0, the kernel opens a TraceMe event ``READ_CALL_EVENT`` on the
-calling thread with the stat ``py_read_stack`` (the caller's Python stack, as the sampler writes
-it), runs the op, and closes the event: the op's TransferFromDevice nests in it. Otherwise it only
-runs the op. Either way the op runs exactly as it would (below the autograd key, where it goes
-next anyway: every op of ``READ_OPS`` returns no gradient), and nothing reads a tensor value.
+called from: ``install()`` (once per process, from ``start_server`` and ``profile``) puts a kernel
+in front of each op of ``READ_OPS`` at the ``XLA`` dispatch key: it calls torch_xla's own kernel
+(taken before, ``_dispatch_get_computed_kernel_for_dispatch_key``) with the same dispatch key set
+and arguments. While a capture records and the stack rate is not 0, it first opens a TraceMe event
+``READ_CALL_EVENT`` on the calling thread with the stat ``py_read_stack`` (the caller's Python
+stack, as the sampler writes it) and closes it once the op returns: the op's TransferFromDevice
+nests in it. Otherwise it only calls the kernel. Autograd, above the XLA key, is untouched, and
+nothing reads a tensor value. Reads under ``torch.inference_mode()`` are marked too.
 
 ``READ_OPS`` are the ops whose XLA kernel reads a device value: ``_local_scalar_dense`` (``.item()``,
 ``bool(t)``, ``int(t)``, ``float(t)``, a tensor as an index or a condition), ``nonzero`` (and
 ``argwhere``, ``torch.where(c)``), ``equal`` and the ``unique`` family (run on the CPU by torch_xla).
-Reads made otherwise (``.cpu()``, ``print(t)``, ``.tolist()``, another op's CPU fallback) and reads
-under ``torch.inference_mode()`` (which skips the autograd key) are named by the stack sampler alone.
+Reads made otherwise (``.cpu()``, ``print(t)``, ``.tolist()``, another op's CPU fallback) are named
+by the stack sampler alone.
 """
 from __future__ import annotations
 
 import logging
 import sys
 import threading
+import warnings
 
 from collectors import stack_sampler, torch_xla_import
 from collectors.stack_runs import StackReader, hide_innermost
 from xlaprof.xspace.vocabulary import PY_READ_STACK_STAT, READ_CALL_EVENT, USER_SPAN_LEVEL
 
 READ_OPS = ("_local_scalar_dense", "nonzero", "equal", "_unique2", "unique_dim", "unique_consecutive")
-_DISPATCH_KEY = "AutogradXLA"
+_DISPATCH_KEY = "XLA"
 
 log = logging.getLogger("xlaprof")
 _lock = threading.Lock()
@@ -45,9 +47,11 @@ def install() -> None:
 
             profiler = torch_xla_import.profiler()
             library = torch.library.Library("aten", "IMPL")
-            for name in READ_OPS:
-                op = getattr(torch.ops.aten, name).default._op  # the C++ callable: no Python frame above the kernel's
-                library.impl(name, _marking_kernel(op, profiler, torch._C._AutoDispatchBelowAutograd), _DISPATCH_KEY)
+            with warnings.catch_warnings():  # "overriding a previously registered kernel": the point, said once here
+                warnings.simplefilter("ignore")
+                for name in READ_OPS:
+                    xla_kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{name}", _DISPATCH_KEY)
+                    library.impl(name, _marking_kernel(xla_kernel, profiler), _DISPATCH_KEY, with_keyset=True)
         except Exception as exc:  # instrumentation must never take the worker down: the sampler still names reads
             log.warning("xlaprof: reads are not marked at their calls (%s); the stack sampler alone names them", exc)
             _library = False
@@ -55,17 +59,15 @@ def install() -> None:
         _library = library
 
 
-def _marking_kernel(op, profiler, below_autograd):
-    is_enabled, trace_me = profiler.TraceMe.is_enabled, profiler.TraceMe
+def _marking_kernel(xla_kernel, profiler):
+    is_enabled, trace_me, call = profiler.TraceMe.is_enabled, profiler.TraceMe, xla_kernel.call_boxed
 
-    def kernel(*args, **kwargs):
+    def kernel(keyset, *args, **kwargs):
         caller = sys._getframe().f_back  # the frame that called the op (kernels run in C++); None from C++ alone
         if caller is None or not is_enabled(USER_SPAN_LEVEL) or stack_sampler.rate() == 0:
-            with below_autograd():
-                return op(*args, **kwargs)
+            return call(keyset, *args, **kwargs)
         with trace_me(READ_CALL_EVENT, **{PY_READ_STACK_STAT: StackReader().read(caller).text}):
-            with below_autograd():
-                return op(*args, **kwargs)
+            return call(keyset, *args, **kwargs)
 
     hide_innermost(kernel.__code__)  # a sample taken during the read shows the caller's line
     return kernel

@@ -123,6 +123,8 @@ READ_MARK_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
                  (w > 0).nonzero().shape[0],  # READ 3
                  torch.equal(w, w),  # READ 4
                  torch.unique((w > 0).int()).numel()]  # READ 5
+        with torch.inference_mode():
+            found.append(w.detach().sum().item())  # READ 6
         loss.backward()  # the reads left autograd as it was
         torch_xla.sync()
         found.append(w.grad.sum().item())
@@ -138,7 +140,7 @@ READ_MARK_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
 def test_reading_ops_mark_their_calls_and_change_nothing_else(tmp_path):
     out = _run_script(tmp_path, "reads.py", READ_MARK_SCRIPT)
     assert out["marked"] == out["plain"]  # the same values and gradient, the same transfers and syncs
-    assert out["plain"][1][0] >= 5  # the reads did transfer, so the counters are live
+    assert out["plain"][1][0] >= 6  # the reads did transfer, so the counters are live
     plane = Session.load(out["path"]).workers[0].space.plane(vocabulary.HOST_PLANE)
     rows = plane.rows_named({vocabulary.READ_CALL_EVENT})
     stacks = plane.stats.column(vocabulary.PY_READ_STACK_STAT)
@@ -147,7 +149,7 @@ def test_reading_ops_mark_their_calls_and_change_nothing_else(tmp_path):
     # come from torch/functional.py, called from the script's line).
     callers = [next(frame for frame in reversed(stat_text(stacks[int(r)]).splitlines()) if frame.startswith(script))
                for r in rows]
-    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 6)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
+    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 7)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
     assert callers == [f"{script}:{line} reads" for line in lines], callers
 
 
