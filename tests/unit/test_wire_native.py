@@ -83,3 +83,12 @@ def test_every_lines_events_and_stats_decode_alike_field_by_field(monkeypatch):
                             raw.stat_event[order].tolist(), raw.stat_start[order].tolist(), raw.stat_len[order].tolist()])
     assert sum(len(piece[-1]) for piece in decoded[True]) > 100  # stats were compared
     assert decoded[True] == decoded[False]
+
+
+def test_a_stat_past_the_end_of_its_buffer_is_a_decode_error_not_an_index_error():
+    # What a mutated capture found: a stat whose range, from a corrupt length, ends past the buffer.
+    buf = np.zeros(16, np.uint8)
+    buf[:2] = (wire._STAT_METADATA << 3, 5)  # metadata_id = 5, then zeros
+    with pytest.raises(ValueError, match="past the end"):
+        wire.decode_stats(buf, np.array([0, 12]), np.array([2, 8]))
+    assert wire.decode_stats(buf, np.array([0]), np.array([2])).metadata_id.tolist() == [5]

@@ -151,6 +151,8 @@ def _fixed(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
 def _fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> _Fields:
     """Walk all messages ``buf[starts[i]:ends[i]]`` together, one field position per pass."""
     parts: list[tuple] = []
+    if ends.size and int(ends.max()) > buf.size:  # a corrupt length upstream: a message past the buffer's end
+        raise ValueError("a message runs past the end of its buffer")
     pos = starts.astype(np.int64)
     live = np.flatnonzero(pos < ends)
     while live.size:
