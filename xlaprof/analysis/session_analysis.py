@@ -341,13 +341,17 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
 def _recorded(window: tuple[float, float], host: HostActivity, devices: list[DeviceTimeline]) -> tuple[float, float]:
     """The window, ended where the last recorded activity ends (the host's Python threads, or a
     device's execution): host events still open when the capture stopped are dropped, so what the
-    host did after its last recorded event is unknown, and idle time there is no finding. Only a
-    tail is cut (recording went on past ``HOST_RECORDED_SHARE`` of the window): a capture that
-    recorded little says nothing about where recording ended."""
+    host did after its last recorded event is unknown, and idle time there is no finding. On a
+    thread whose stacks were sampled that is its last sample's end, not its last event's: the
+    sampler's run still open at the stop (up to ``stack_sampler.MAX_EVENT_S``) is dropped, while the
+    thread's runtime events (a threadpool's bookkeeping) go on being recorded. Only a tail is cut
+    (recording went on past ``HOST_RECORDED_SHARE`` of the window): a capture that recorded little
+    says nothing about where recording ended."""
     plane = host.plane
     if plane is None or not host.python_lines:
         return window
-    ends = [plane.last_end(sorted(host.python_lines)),
+    unsampled = sorted(host.python_lines - set(host.stacks.sampled_lines))
+    ends = [plane.last_end(unsampled) if unsampled else -np.inf,
             float(host.stacks.end.max()) if host.stacks.end.size else -np.inf]
     # A device's busy time; on an accelerator, anything its plane recorded (its Steps line, say).
     ends += [(float(d.busy_ends.max()) if d.busy_ends.size else -np.inf) if d.plane is plane else d.plane.last_end()
