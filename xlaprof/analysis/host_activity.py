@@ -219,8 +219,6 @@ def _chain_starts(r_start: np.ndarray, r_end: np.ndarray, times: np.ndarray) -> 
         return times.astype(np.float64, copy=True)
     last = np.searchsorted(r_start, times, side="left") - 1
     joined = (last >= 0) & (times - r_end[np.maximum(last, 0)] <= READ_JOIN_US)
-    if not joined.any():
-        return times.astype(np.float64, copy=True)
     breaks = np.flatnonzero(np.r_[True, r_start[1:] - r_end[:-1] > READ_JOIN_US])  # where a chain begins
     first = breaks[np.searchsorted(breaks, np.maximum(last, 0), side="right") - 1]
     return np.where(joined, np.minimum(r_start[first], times), times)

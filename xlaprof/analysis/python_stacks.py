@@ -15,7 +15,7 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   each event (it saw the thread inside it; the run holding an event's start may be the previous
   line's, seen late), else the run holding its end. ``reads_on(line, starts, ends)``: for the
   reads on ``line``, the stack of each read's call and when the call began and ended: the call's own mark
-  where the reading op marked it (``calls``, ``collectors/read_calls.py``), else taken from inside
+  where the reading op marked it (``read_calls``, ``collectors/read_calls.py``), else taken from inside
   the read where the sampler saw it, else never from a line that does not read (see the method).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
 - ``running``: per run, whether its thread was running Python (it used at least ``RUNNING_SHARE``
@@ -78,7 +78,7 @@ class StackSamples:
     # host line -> sorted times at which that thread provably left the line it was on (a sync
     # returned, a span began): set by host_activity, used to spot a run the sampler saw late
     moved_on: dict[int, np.ndarray] = field(default_factory=dict)
-    calls: ReadCalls = field(default_factory=ReadCalls.empty)
+    read_calls: ReadCalls = field(default_factory=ReadCalls.empty)  # the reading ops' marks
     _ranges: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -120,7 +120,7 @@ class StackSamples:
             return StackSamples.empty()
         interned: dict[str, int] = {}
         samples = _sample_runs(plane, texts, interned, main_line) if texts else StackSamples.empty()
-        samples.calls = _read_calls(plane, call_texts, interned)
+        samples.read_calls = _marked_read_calls(plane, call_texts, interned)
         samples.stacks = [parse_stack(text) for text in interned]
         return samples
 
@@ -200,7 +200,7 @@ class StackSamples:
         """For the reads (TransferFromDevice events [start, end], sorted) on ``line``: the stack id
         of each read's Python call (-1 where unknown), when that call began (-inf where unknown)
         and when it ended (the read's end where unknown). A read inside a marked call
-        (``self.calls``) has that call's stack, began where the call's line began (``_line_began``)
+        (``self.read_calls``) has that call's stack, began where the call's line began (``_line_began``)
         and ended with the call (a CPU-fallback op such as ``nonzero`` computes and uploads its
         result after the transfer).
         Otherwise the sampler tells: ``calls``: when each read's call provably was under way (its
@@ -215,22 +215,22 @@ class StackSamples:
         (``_seen_after_same_stack``), else none: never a line that does not read. A capture where
         no read was seen from inside keeps ``_first_seen``'s runs."""
         stacks, begun = self._sampled_reads(line, starts, ends, calls)
-        held = self.calls.holding(line, starts, ends)
+        held = self.read_calls.holding(line, starts, ends)
         marked = np.flatnonzero(held >= 0)
-        stacks[marked], begun[marked] = self.calls.stack[held[marked]], self._line_began(line, held[marked])
+        stacks[marked], begun[marked] = self.read_calls.stack[held[marked]], self._line_began(line, held[marked])
         ended = ends.copy()
-        ended[marked] = self.calls.end[held[marked]]
+        ended[marked] = self.read_calls.end[held[marked]]
         return stacks, begun, ended
 
     def _line_began(self, line: int, held: np.ndarray) -> np.ndarray:
         """When each marked call's line began: the start of the sampled run holding the call's start
         where that run was on the same line (its stack begins with the call's: the statement that
         reads, as ``x = (a == b).nonzero()`` traces ``a == b`` before the op), else the call's start."""
-        call_start = self.calls.start[held]
+        call_start = self.read_calls.start[held]
         run = self._covering(line, call_start)
         began = call_start.copy()
         for k in np.flatnonzero(run >= 0).tolist():
-            sampled, marked = self.stacks[self.stack[run[k]]].frames, self.stacks[self.calls.stack[held[k]]].frames
+            sampled, marked = self.stacks[self.stack[run[k]]].frames, self.stacks[self.read_calls.stack[held[k]]].frames
             if sampled[:len(marked)] == marked:
                 began[k] = min(began[k], self.start[run[k]])
         return began
@@ -246,7 +246,7 @@ class StackSamples:
         inside = (begun < hi) & (self.start[np.minimum(begun, hi - 1)] < ends)
         reading = np.zeros(len(self.stacks) + 1, bool)
         reading[self.stack[begun[inside]]] = True
-        reading[self.calls.stack] = True
+        reading[self.read_calls.stack] = True
         after = np.searchsorted(self.start[lo:hi], ends - SEEN_US, side="left") + lo
         soon = (after < hi) & (self.start[np.minimum(after, hi - 1)] - ends <= LAG_US)
         next_stack = np.where(soon, self.stack[np.minimum(after, hi - 1)], -1)
@@ -269,7 +269,7 @@ def _run_heads(line: np.ndarray, start: np.ndarray, end: np.ndarray, stack: np.n
     return head
 
 
-def _interned(plane: Plane, texts: dict, rows: np.ndarray, interned: dict[str, int]) -> np.ndarray:
+def _interned(texts: dict, rows: np.ndarray, interned: dict[str, int]) -> np.ndarray:
     """Stack ids of the rows' stack texts, each new text given the next id."""
     return np.array([interned.setdefault(stat_text(texts[r]) or "", len(interned)) for r in rows.tolist()], np.int64)
 
@@ -280,7 +280,7 @@ def _sample_runs(plane: Plane, texts: dict, interned: dict[str, int], main_line:
     thread_names = plane.stats.column(vocabulary.PY_THREAD_NAME_STAT)
     index_of_id = {line.id: i for i, line in enumerate(plane.lines)}
     rows = np.fromiter(texts, np.int64, len(texts))
-    stack = _interned(plane, texts, rows, interned)
+    stack = _interned(texts, rows, interned)
     names = [stat_text(thread_names.get(r, "")) for r in rows.tolist()]
     line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
                      for r, name in zip(rows.tolist(), names)], np.int32)
@@ -303,13 +303,14 @@ def _sample_runs(plane: Plane, texts: dict, interned: dict[str, int], main_line:
     return StackSamples([], line[keep], start[keep], run_end, stack[keep], by_line, run_cpu)
 
 
-def _read_calls(plane: Plane, texts: dict, interned: dict[str, int]) -> ReadCalls:
+def _marked_read_calls(plane: Plane, texts: dict, interned: dict[str, int]) -> ReadCalls:
+    """The reading ops' marks (their ``py_read_stack`` texts) as ``ReadCalls``."""
     rows = np.fromiter(texts, np.int64, len(texts))
     line, start = plane.events.line[rows].astype(np.int32), plane.events.start_us[rows]
     order = np.lexsort((start, line))
     rows = rows[order]
     return ReadCalls(line[order], start[order], start[order] + plane.events.dur_us[rows],
-                     _interned(plane, texts, rows, interned))
+                     _interned(texts, rows, interned))
 
 
 def _number(value) -> float:
