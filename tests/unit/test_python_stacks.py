@@ -244,3 +244,21 @@ def test_a_read_whose_call_the_op_marked_is_at_the_marked_line_from_the_lines_st
     if sampled == "neighbour":  # the marked call is a reading stack: a sampled run is never taken for the read
         assert ("/work/train.py:20", "transfer_from_device") not in {(r["source"], r["cause"])
                                                                     for r in out["idle_by_line"]}
+
+
+def test_a_sampled_threads_window_ends_at_its_last_sample_not_at_bookkeeping_recorded_after_it(tmp_path):
+    # The sampler's run open at the capture's stop is dropped, while the main thread's threadpool
+    # bookkeeping (instants) goes on being recorded: the window ends with the last sample (1000).
+    builder = XSpaceBuilder()
+    builder.task_environment(2000.0)
+    host = builder.plane(vocabulary.HOST_PLANE)
+    python = host.line("python", line_id=1)
+    python.event("SyncTensorsGraphInternal", 550, 40)
+    python.event("ThreadpoolListener::Record", 1900, 0)
+    modules = builder.plane("/device:TPU:0").line("XLA Modules")
+    modules.event("SyncTensorsGraph.1", 0, 100)
+    modules.event("SyncTensorsGraph.2", 600, 400)
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 1000, "main")], stacks={"main": MAIN})
+    out = analysis_json(analysed(tmp_path, builder.to_bytes()))
+    assert out["window_us"] == pytest.approx(1000.0)
+    assert out["device_idle_us"] == pytest.approx(500.0) and out["idle_by_cause_us"]["unattributed"] == 0
