@@ -8,15 +8,17 @@ device timeline alone; the claim is what the analysis charges ``transfer_from_de
 the runs with reads, and its cost: that charge plus the device time the reads added to the work
 running during them (``read_slowdown``), against the saving in step time. Cases: ``helper``, the
 denoise loop whose library-like ``tiny_scheduler`` reads (``.nonzero().item()``) every step;
-``closure``, a read in a step closure (``xm.add_step_closure``) every step.
+``closure``, a read in a step closure (``xm.add_step_closure``) every step; ``diffusers``, DPM-Solver's
+index lookup on the device (``.nonzero()``, ``.item()``) against ``set_begin_index(0)``.
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.conftest import _capture
 from tests.support.ab_truth import AB_CASES, AB_OPTIONS, ab_figures
-from tests.support.workers import DemoWorker
+from tests.support.workers import DemoWorker, workers_paused
 from tests.support.workloads.ab_harness import thread_cores
 from xlaprof.analysis import analyze
 from xlaprof.session import Session
@@ -24,41 +26,52 @@ from xlaprof.session import Session
 pytestmark = pytest.mark.torch_xla
 
 TOLERANCE = 0.3
-# Diffusers' case is measured by bench/bench_read_cost_ab.py only: its saving (0.25 ms a step) moves with
-# the machine's load (quiet: cost ratio 0.76-0.88; in a full run of this suite 0.64-0.66; beside two busy
-# processes 0.12-1.43), where the mid-step reads' saving (1.3-1.7 ms a step) holds.
-CASES = {case: AB_CASES[case] for case in ("helper", "closure")}
+CASES = AB_CASES
+MID_STEP_CASES = ("helper", "closure")  # diffusers' lookup runs before its sampling run's first program
+# Captures of a case, each from its own worker process; its figures are their medians. Diffusers' saving
+# (0.3-0.5 ms a step) moves from one process to the next more than within one: over 8 captures of a quiet
+# machine its cost ratio ranged 0.68-0.92 (median 0.82); the mid-step reads' (1.3-1.7 ms) hold in one.
+CAPTURES = {"helper": 1, "closure": 1, "diffusers": 3}
+FIGURES = ("saving_us", "idle_saving_us", "charged_us", "cost_us")
 
 
 @pytest.fixture(scope="session")
-def ab_cases(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
-    """{case: (its figures, the worker's pid, its threads' cores as the capture ended)}."""
+def ab_cases(tmp_path_factory) -> dict[str, tuple[dict, list[tuple[int, dict]]]]:
+    """{case: (its figures, per capture the worker's pid and its threads' cores as the capture
+    ended)}. The suite's other workers (the session's ``live_worker``: a core busy) are paused
+    meanwhile: beside it, diffusers' cost ratio ranged 0.65-1.07 over 6 captures."""
     logdir = str(tmp_path_factory.mktemp("ab"))
     cases = {}
     for case, (module, args, steps_per_run) in CASES.items():
-        worker = DemoWorker(*args, *AB_OPTIONS, debug_file=None, module=module)
-        try:
-            session = _capture(worker.port, logdir, case)
-            pid, cores = worker.process.pid, thread_cores(worker.process.pid)
-        finally:
-            worker.stop()
-        cases[case] = ab_figures(analyze(Session.load(session)), steps_per_run), pid, cores
+        captured, placements = [], []
+        for capture in range(CAPTURES[case]):
+            with workers_paused():
+                worker = DemoWorker(*args, *AB_OPTIONS, debug_file=None, module=module)
+                try:
+                    session = _capture(worker.port, logdir, f"{case}{capture}")
+                    placements.append((worker.process.pid, thread_cores(worker.process.pid)))
+                finally:
+                    worker.stop()
+            captured.append(ab_figures(analyze(Session.load(session)), steps_per_run))
+        figures = {key: float(np.median([f[key] for f in captured])) for key in FIGURES}
+        cases[case] = dict(figures, pairs=min(f["pairs"] for f in captured), captures=captured), placements
     return cases
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_host_and_the_cpu_device_run_on_separate_cores(ab_cases, case):
-    _, pid, cores = ab_cases[case]
-    assert cores[pid][0] == "0", cores  # the main thread: the host's Python
-    assert {allowed for allowed, _, _ in cores.values()} == {"0", "1"}, cores  # every thread on one core
-    # The busiest other thread runs the device's programs: the XLA CPU client kept it where it was put.
-    busiest = max((tid for tid in cores if tid != pid), key=lambda tid: cores[tid][2])
-    assert cores[busiest][:2] == ("1", 1), cores
+    _, placements = ab_cases[case]
+    for pid, cores in placements:
+        assert cores[pid][0] == "0", cores  # the main thread: the host's Python
+        assert {allowed for allowed, _, _ in cores.values()} == {"0", "1"}, cores  # every thread on one core
+        # The busiest other thread runs the device's programs: the XLA CPU client kept it where it was put.
+        busiest = max((tid for tid in cores if tid != pid), key=lambda tid: cores[tid][2])
+        assert cores[busiest][:2] == ("1", 1), cores
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_reads_charge_is_its_saving_in_device_idle_time(ab_cases, case):
-    figures, _, _ = ab_cases[case]
+    figures, _ = ab_cases[case]
     assert figures["pairs"] >= 3, figures
     assert figures["idle_saving_us"] > 0, figures
     assert abs(figures["charged_us"] - figures["idle_saving_us"]) <= TOLERANCE * figures["idle_saving_us"], figures
@@ -66,7 +79,24 @@ def test_a_reads_charge_is_its_saving_in_device_idle_time(ab_cases, case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_reads_cost_with_the_device_time_it_added_is_its_saving_in_step_time(ab_cases, case):
-    figures, _, _ = ab_cases[case]
+    figures, _ = ab_cases[case]
     assert figures["saving_us"] > 0, figures
-    assert figures["cost_us"] > figures["charged_us"], figures  # the reads' programs ran slower
     assert abs(figures["cost_us"] - figures["saving_us"]) <= TOLERANCE * figures["saving_us"], figures
+
+
+@pytest.mark.parametrize("case", MID_STEP_CASES)
+def test_reads_made_while_the_device_works_add_device_time(ab_cases, case):
+    figures, _ = ab_cases[case]
+    assert figures["cost_us"] > figures["charged_us"], figures  # the programs running meanwhile ran slower
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_the_suites_background_worker_is_paused_while_a_case_is_measured(live_worker):
+    pid = live_worker.process.pid
+    with workers_paused():
+        assert _state(pid) == "T"  # stopped: it computes nothing beside the measured worker
+    assert _state(pid) != "T"

@@ -2,7 +2,9 @@
 
 Contract: ``DemoWorker(*args)`` starts ``collectors.demo_worker`` (or ``module=``, e.g. a workload
 of ``tests.support.workloads``) on the CPU XLA device on a free port (``.port``) and waits until it
-is running; ``.stop()`` ends it. ``run_cli(*args)``
+is running; ``.stop()`` ends it. ``workers_paused()`` stops (SIGSTOP) every ``DemoWorker``
+running as its block begins, until the block ends (SIGCONT): a measurement's machine is then quiet
+of the suite's own background workers (the session's ``live_worker`` keeps a core busy). ``run_cli(*args)``
 runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
 ``SYNC_COUNTS`` is worker-script source defining ``counts()``: the (TransferFromDevice, MarkStep)
 counts so far, for the tests that check instrumentation adds neither.
@@ -12,10 +14,13 @@ counts so far, for the tests that check instrumentation adds neither.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 from collectors.demo import start_worker, stop_worker, wait_ready
 from collectors.server import free_port
@@ -31,6 +36,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class DemoWorker:
+    running: set[DemoWorker] = set()
+
     def __init__(self, *args: str, debug_file: str | None, port: int | None = None, env: dict | None = None,
                  module: str = "collectors.demo_worker") -> None:
         path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
@@ -41,9 +48,23 @@ class DemoWorker:
         except BaseException:
             self.stop()
             raise
+        DemoWorker.running.add(self)
 
     def stop(self) -> None:
+        DemoWorker.running.discard(self)
         stop_worker(self.process)
+
+
+@contextlib.contextmanager
+def workers_paused() -> Iterator[None]:
+    paused = [w for w in DemoWorker.running if w.process.poll() is None]
+    for worker in paused:
+        os.kill(worker.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for worker in paused:
+            os.kill(worker.process.pid, signal.SIGCONT)
 
 
 def run_cli(*args: str, timeout: float = 180, env: dict | None = None) -> subprocess.CompletedProcess:
