@@ -1,7 +1,8 @@
 """Shared fixtures: real workers on the CPU XLA device, and real captures of them.
 
-- ``live_worker``: the demo workload (an ``.item()`` every step, a new shape every step) running
-  for the whole test session with its profiler server up.
+- ``demo_worker``: the demo workload (an ``.item()`` every step, a new shape every step), started
+  once for the test session and paused except while it is used; ``live_worker``: that worker running,
+  with its profiler server up, for the test that asks for it.
 - ``real_logdir``: a logdir holding one session captured from it by the real CLI; and
   ``real_capture_path``, that session's ``.xplane.pb``.
 - ``workload_sessions``: sessions of variants that differ in one thing (fixed shapes; no reads),
@@ -48,19 +49,27 @@ def capture_arms(logdir: str, arms: dict[str, list[str]], module: str) -> dict[s
 
 
 @pytest.fixture(scope="session")
-def live_worker(tmp_path_factory):
+def demo_worker(tmp_path_factory):
     # A new shape every step and a small model (short steps, quick compiles, even on a busy machine):
     # every capture of it holds several compiles of train_step and whole steps.
     worker = DemoWorker("--reshape-every", "1", "--width", "64", "--batch", "8",
                         debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"))
+    worker.pause()  # it keeps a core busy: it runs only for its users (``live_worker``, ``real_logdir``)
     yield worker
     worker.stop()
 
 
+@pytest.fixture
+def live_worker(demo_worker):
+    with demo_worker.resumed():
+        yield demo_worker
+
+
 @pytest.fixture(scope="session")
-def real_logdir(live_worker, tmp_path_factory) -> str:
+def real_logdir(demo_worker, tmp_path_factory) -> str:
     logdir = str(tmp_path_factory.mktemp("real_logdir"))
-    _capture(live_worker.port, logdir, "demo")
+    with demo_worker.resumed():
+        _capture(demo_worker.port, logdir, "demo")
     return logdir
 
 

@@ -2,9 +2,11 @@
 
 Contract: ``DemoWorker(*args)`` starts ``collectors.demo_worker`` (or ``module=``, e.g. a workload
 of ``tests.support.workloads``) on the CPU XLA device on a free port (``.port``) and waits until it
-is running; ``.stop()`` ends it. ``workers_paused()`` stops (SIGSTOP) every ``DemoWorker``
-running as its block begins, until the block ends (SIGCONT): a measurement's machine is then quiet
-of the suite's own background workers (the session's ``live_worker`` keeps a core busy). ``run_cli(*args)``
+is running; ``.stop()`` ends it. ``.pause()`` stops it where it is (SIGSTOP: it computes nothing,
+its profiler server does not answer) and ``.resumed()`` is a block in which it runs again (SIGCONT),
+paused again after it: a worker kept for the whole test session runs only while a test uses it,
+and leaves both cores to the others (a busy worker beside an A/B measurement moved its ratio from
+0.68-0.92 to 0.65-1.07). ``process_state(pid)`` is a process' state letter. ``run_cli(*args)``
 runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
 ``SYNC_COUNTS`` is worker-script source defining ``counts()``: the (TransferFromDevice, MarkStep)
 counts so far, for the tests that check instrumentation adds neither.
@@ -36,8 +38,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class DemoWorker:
-    running: set[DemoWorker] = set()
-
     def __init__(self, *args: str, debug_file: str | None, port: int | None = None, env: dict | None = None,
                  module: str = "collectors.demo_worker") -> None:
         path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
@@ -48,23 +48,38 @@ class DemoWorker:
         except BaseException:
             self.stop()
             raise
-        DemoWorker.running.add(self)
+
+    def pause(self) -> None:
+        self._signal(signal.SIGSTOP, stopped=True)
+
+    @contextlib.contextmanager
+    def resumed(self) -> Iterator[DemoWorker]:
+        self._signal(signal.SIGCONT, stopped=False)
+        try:
+            yield self
+        finally:
+            self.pause()
 
     def stop(self) -> None:
-        DemoWorker.running.discard(self)
+        self._signal(signal.SIGCONT, stopped=False)  # a paused worker could not read its stdin's end
         stop_worker(self.process)
 
+    def _signal(self, signum: int, *, stopped: bool, timeout: float = 10.0) -> None:
+        """Send ``signum`` and return once the process is (or is no longer) stopped."""
+        if self.process.poll() is not None:
+            return
+        os.kill(self.process.pid, signum)
+        deadline = time.monotonic() + timeout
+        while (process_state(self.process.pid) == "T") != stopped:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"worker {self.process.pid} did not {'stop' if stopped else 'continue'}")
+            time.sleep(0.005)
 
-@contextlib.contextmanager
-def workers_paused() -> Iterator[None]:
-    paused = [w for w in DemoWorker.running if w.process.poll() is None]
-    for worker in paused:
-        os.kill(worker.process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        for worker in paused:
-            os.kill(worker.process.pid, signal.SIGCONT)
+
+def process_state(pid: int) -> str:
+    """A process' state letter from /proc (Linux): R running, S sleeping, T stopped, ..."""
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]
 
 
 def run_cli(*args: str, timeout: float = 180, env: dict | None = None) -> subprocess.CompletedProcess:
