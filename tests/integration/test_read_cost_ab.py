@@ -28,17 +28,17 @@ pytestmark = pytest.mark.torch_xla
 TOLERANCE = 0.3
 CASES = AB_CASES
 MID_STEP_CASES = ("helper", "closure")  # diffusers' lookup runs before its sampling run's first program
-# Captures of a case, each from its own worker process; its figures are their medians. Diffusers' saving
-# (0.3-0.5 ms a step) moves from one process to the next more than within one: over 8 captures of a quiet
-# machine its cost ratio ranged 0.68-0.92 (median 0.82); the mid-step reads' (1.3-1.7 ms) hold in one.
+# Captures of a case, each from its own worker process; a check takes the capture whose claim/truth
+# ratio is the median (each claim against the truth of its own capture). Diffusers' saving (0.3-0.5 ms a
+# step) moves from one process to the next more than within one: over 8 captures of a quiet machine its
+# cost ratio ranged 0.68-0.92 (median 0.82); the mid-step reads' (1.3-1.7 ms) hold in one.
 CAPTURES = {"helper": 1, "closure": 1, "diffusers": 3}
-FIGURES = ("saving_us", "idle_saving_us", "charged_us", "cost_us")
 
 
 @pytest.fixture(scope="session")
-def ab_cases(tmp_path_factory) -> dict[str, tuple[dict, list[tuple[int, dict]]]]:
-    """{case: (its figures, per capture the worker's pid and its threads' cores as the capture
-    ended)}. The session's ``demo_worker`` is paused meanwhile (see the last test)."""
+def ab_cases(tmp_path_factory) -> dict[str, tuple[list[dict], list[tuple[int, dict]]]]:
+    """{case: (per capture its figures, per capture the worker's pid and its threads' cores as the
+    capture ended)}. The session's ``demo_worker`` is paused meanwhile (see the last test)."""
     logdir = str(tmp_path_factory.mktemp("ab"))
     cases = {}
     for case, (module, args, steps_per_run) in CASES.items():
@@ -51,9 +51,14 @@ def ab_cases(tmp_path_factory) -> dict[str, tuple[dict, list[tuple[int, dict]]]]
             finally:
                 worker.stop()
             captured.append(ab_figures(analyze(Session.load(session)), steps_per_run))
-        figures = {key: float(np.median([f[key] for f in captured])) for key in FIGURES}
-        cases[case] = dict(figures, pairs=min(f["pairs"] for f in captured), captures=captured), placements
+        cases[case] = captured, placements
     return cases
+
+
+def median_capture(captured: list[dict], claim: str, truth: str) -> dict:
+    """The figures of the capture whose ``claim / truth`` is the median (the lower middle one)."""
+    ranked = sorted(captured, key=lambda f: f[claim] / f[truth] if f[truth] > 0 else -np.inf)
+    return ranked[(len(ranked) - 1) // 2]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -69,7 +74,7 @@ def test_the_host_and_the_cpu_device_run_on_separate_cores(ab_cases, case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_reads_charge_is_its_saving_in_device_idle_time(ab_cases, case):
-    figures, _ = ab_cases[case]
+    figures = median_capture(ab_cases[case][0], "charged_us", "idle_saving_us")
     assert figures["pairs"] >= 3, figures
     assert figures["idle_saving_us"] > 0, figures
     assert abs(figures["charged_us"] - figures["idle_saving_us"]) <= TOLERANCE * figures["idle_saving_us"], figures
@@ -77,15 +82,15 @@ def test_a_reads_charge_is_its_saving_in_device_idle_time(ab_cases, case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_reads_cost_with_the_device_time_it_added_is_its_saving_in_step_time(ab_cases, case):
-    figures, _ = ab_cases[case]
+    figures = median_capture(ab_cases[case][0], "cost_us", "saving_us")
     assert figures["saving_us"] > 0, figures
     assert abs(figures["cost_us"] - figures["saving_us"]) <= TOLERANCE * figures["saving_us"], figures
 
 
 @pytest.mark.parametrize("case", MID_STEP_CASES)
 def test_reads_made_while_the_device_works_add_device_time(ab_cases, case):
-    figures, _ = ab_cases[case]
-    assert figures["cost_us"] > figures["charged_us"], figures  # the programs running meanwhile ran slower
+    for figures in ab_cases[case][0]:
+        assert figures["cost_us"] > figures["charged_us"], figures  # the programs running meanwhile ran slower
 
 
 def test_the_sessions_demo_worker_runs_only_for_its_users(demo_worker):
