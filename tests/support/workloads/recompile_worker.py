@@ -3,7 +3,7 @@ made on the device.
 
 Run as ``python -m tests.support.workloads.recompile_worker LOGDIR`` (CPU XLA device). It captures
 two sessions of LOGDIR in-process with ``xlaprof.profile(LOGDIR, steps=range(0, STEPS))``, no
-spans but the step markers, and prints one JSON line with, per session, its path and the truth the
+spans but the step markers (the last step waits for the device), and prints one JSON line with, per session, its path and the truth the
 script itself knows: the lengths it chose per step, and torch_xla's ``CompileTime`` and
 ``ExecuteTime`` counts over the captured steps.
 
@@ -41,7 +41,11 @@ def counts() -> dict[str, int]:
 
 
 def captured(logdir: str, name: str, step) -> dict:
-    """Run ``step(k)`` for k < STEPS under a step-0 capture; the session and torch_xla's counts."""
+    """Run ``step(k)`` for k < STEPS under a step-0 capture; the session and torch_xla's counts. The
+    last step waits for the device (as a training script's end does), so the capture, which stops as
+    that step ends, holds all of its work: the window of the truth and of the trace are the same."""
+    import torch_xla.core.xla_model as xm
+
     import xlaprof
 
     before = counts()
@@ -49,6 +53,8 @@ def captured(logdir: str, name: str, step) -> dict:
         for k in range(STEPS):
             with xlaprof.step(k):
                 step(k)
+                if k == STEPS - 1:
+                    xm.wait_device_ops()
     after = counts()
     return {"path": run.path, **{name: after[name] - before[name] for name in before}}
 
