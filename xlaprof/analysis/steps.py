@@ -1,12 +1,14 @@
 """Per-step breakdown: for each training step, device busy time and idle time by cause.
 
-Contract: ``step_table(devices, pieces, spans)`` returns a ``StepTable`` with one row per step
+Contract: ``step_table(devices, pieces, spans, window)`` returns a ``StepTable`` with one row per step
 span (``xlaprof.step`` or torch_xla's ``StepTrace``: host spans with a ``step_num``), ordered by
 start; where the host has none, one per event of the first device plane's "Steps" line (TPU
 captures; the event's name is its step number). ``busy_us`` and ``idle_us[:, code]`` are summed
 over the worker's devices (microseconds of device time, so a 4-chip host can show up to 4x the
 step's wall time), with ``code`` indexing ``attribution.CAUSES``; ``rows()`` gives them as dicts (the JSON's and the
-notebook's rows).
+notebook's rows). Steps are clipped to the analysis ``window``: a step still running where the
+recording ended (a host span closes just after the profiler's stop stamp) counts its part inside
+the window, whose busy and idle time add up to its wall time; a step wholly outside has no row.
 """
 from __future__ import annotations
 
@@ -54,10 +56,14 @@ class StepTable:
                 for values, by_cause in zip(zip(*columns.values()), idle_rows)]
 
 
-def step_table(devices: list[DeviceTimeline], pieces: GapPieces, spans: SpanIndex) -> StepTable:
+def step_table(devices: list[DeviceTimeline], pieces: GapPieces, spans: SpanIndex,
+               window: tuple[float, float]) -> StepTable:
     number, name, start, end = _host_steps(spans)
     if number.size == 0:
         number, name, start, end = _device_steps(devices)
+    start, end = np.maximum(start, window[0]), np.minimum(end, window[1])
+    inside = np.flatnonzero(end > start)
+    number, name, start, end = number[inside], [name[i] for i in inside], start[inside], end[inside]
     busy = np.zeros(number.size)
     idle = np.zeros((number.size, len(CAUSES)))
     for d, device in enumerate(devices):
