@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.synthetic import XSpaceBuilder, add_stack_samples, training_capture, write_session
+from tests.support.synthetic import PlaneBuilder, XSpaceBuilder, add_stack_samples, training_capture, write_session
 from xlaprof.analysis import analyze
 from xlaprof.analysis.advice import ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
 from xlaprof.analysis.findings import FindingKind
@@ -33,18 +33,25 @@ def library(tmp_path):
     return str(path)
 
 
-def capture(library: str | None, *, thread_id: int = 1, extra_stack: str = "") -> bytes:
+def scenario(window_us: float = 1000.0) -> tuple[XSpaceBuilder, PlaneBuilder]:
+    """The scenario's frame (see above): a builder with its window, and its host plane, where
+    TPU:0 is busy [0, 100] and [600, 1000]."""
     builder = XSpaceBuilder()
-    builder.task_environment(1000.0)
+    builder.task_environment(window_us)
     host = builder.plane(vocabulary.HOST_PLANE)
+    modules = builder.plane("/device:TPU:0").line("XLA Modules")
+    modules.event("SyncTensorsGraph.1", 0, 100)
+    modules.event("SyncTensorsGraph.2", 600, 400)
+    return builder, host
+
+
+def capture(library: str | None, *, thread_id: int = 1, extra_stack: str = "") -> bytes:
+    builder, host = scenario()
     python = host.line("python", line_id=1)
     python.event("reporting", 100, 500)  # xp.Trace: a TraceMe with no stats
     python.event("SyncTensorsGraphInternal", 150, 30)
     python.event("TensorCollectionBarrier", 400, 50)
     python.event(TFD, 450, 100)
-    modules = builder.plane("/device:TPU:0").line("XLA Modules")
-    modules.event("SyncTensorsGraph.1", 0, 100)
-    modules.event("SyncTensorsGraph.2", 600, 400)
     if library:
         stacks = {"main": MAIN, "lib": f"{MAIN}{extra_stack}\n{library}:3 lookup\n"
                   f"/venv/lib/python3.11/site-packages/torch/_tensor.py:1020 nonzero"}
@@ -181,13 +188,8 @@ def test_sampled_host_time_is_tracing_when_running_or_waiting_in_torch_and_block
     """No torch_xla event covers the gap [100, 600]; the training thread's sampled runs do: blocked
     inside torch (the autograd engine's wait, 5% of the time on a CPU) [100, 250], blocked at its own
     loader's line [250, 450] (2%), running Python [450, 600] (90%)."""
-    builder = XSpaceBuilder()
-    builder.task_environment(1000.0)
-    host = builder.plane(vocabulary.HOST_PLANE)
+    builder, host = scenario()
     host.line("python", line_id=1).event("SyncTensorsGraphInternal", 20, 60)
-    modules = builder.plane("/device:TPU:0").line("XLA Modules")
-    modules.event("SyncTensorsGraph.1", 0, 100)
-    modules.event("SyncTensorsGraph.2", 600, 400)
     stacks = {"main": MAIN, "sleep": f"{MAIN}\n/work/loader.py:7 next_batch",
               "backward": f"{MAIN}\n/venv/lib/python3.11/site-packages/torch/autograd/graph.py:841 _engine_run_backward",
               "forward": f"{MAIN}\n/work/model.py:5 forward"}
@@ -210,18 +212,13 @@ def _marked_read_capture(library: str, *, sampled: str) -> bytes:
     ``sampled``: "none" (no sampler), "neighbour" (the sampler saw only the training step's line: it
     slept through the read) or "line" (it saw the reading line from 300 on, inside torch's Python:
     the statement that reads began there)."""
-    builder = XSpaceBuilder()
-    builder.task_environment(1000.0)
-    host = builder.plane(vocabulary.HOST_PLANE)
+    builder, host = scenario()
     python = host.line("python", line_id=1)
     python.event("reporting", 100, 500)
     python.event("TensorCollectionBarrier", 400, 50)
     marked = f"{MAIN}\n{library}:3 lookup"
     python.event(vocabulary.READ_CALL_EVENT, 390, 165, **{vocabulary.PY_READ_STACK_STAT: marked})
     python.event(TFD, 450, 100)
-    modules = builder.plane("/device:TPU:0").line("XLA Modules")
-    modules.event("SyncTensorsGraph.1", 0, 100)
-    modules.event("SyncTensorsGraph.2", 600, 400)
     stacks = {"main": MAIN, "line": f"{marked}\n/venv/lib/python3.11/site-packages/torch/_tensor.py:40 __eq__"}
     if sampled == "neighbour":
         add_stack_samples(host, thread_line_id=1, runs=[(0, 1000, "main")], stacks=stacks)
@@ -249,15 +246,10 @@ def test_a_read_whose_call_the_op_marked_is_at_the_marked_line_from_the_lines_st
 def test_a_sampled_threads_window_ends_at_its_last_sample_not_at_bookkeeping_recorded_after_it(tmp_path):
     # The sampler's run open at the capture's stop is dropped, while the main thread's threadpool
     # bookkeeping (instants) goes on being recorded: the window ends with the last sample (1000).
-    builder = XSpaceBuilder()
-    builder.task_environment(2000.0)
-    host = builder.plane(vocabulary.HOST_PLANE)
+    builder, host = scenario(window_us=2000.0)
     python = host.line("python", line_id=1)
     python.event("SyncTensorsGraphInternal", 550, 40)
     python.event("ThreadpoolListener::Record", 1900, 0)
-    modules = builder.plane("/device:TPU:0").line("XLA Modules")
-    modules.event("SyncTensorsGraph.1", 0, 100)
-    modules.event("SyncTensorsGraph.2", 600, 400)
     add_stack_samples(host, thread_line_id=1, runs=[(0, 1000, "main")], stacks={"main": MAIN})
     out = analysis_json(analysed(tmp_path, builder.to_bytes()))
     assert out["window_us"] == pytest.approx(1000.0)
