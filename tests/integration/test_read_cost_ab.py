@@ -26,7 +26,6 @@ from xlaprof.session import Session
 pytestmark = pytest.mark.torch_xla
 
 TOLERANCE = 0.3
-CASES = AB_CASES
 MID_STEP_CASES = ("helper", "closure")  # diffusers' lookup runs before its sampling run's first program
 # Captures of a case, each from its own worker process; a check takes the capture whose claim/truth
 # ratio is the median (each claim against the truth of its own capture). Diffusers' saving (0.3-0.5 ms a
@@ -41,7 +40,7 @@ def ab_cases(tmp_path_factory) -> dict[str, tuple[list[dict], list[tuple[int, di
     capture ended)}. The session's ``demo_worker`` is paused meanwhile (see the last test)."""
     logdir = str(tmp_path_factory.mktemp("ab"))
     cases = {}
-    for case, (module, args, steps_per_run) in CASES.items():
+    for case, (module, args, steps_per_run) in AB_CASES.items():
         captured, placements = [], []
         for capture in range(CAPTURES[case]):
             worker = DemoWorker(*args, *AB_OPTIONS, debug_file=None, module=module)
@@ -61,7 +60,7 @@ def median_capture(captured: list[dict], claim: str, truth: str) -> dict:
     return ranked[(len(ranked) - 1) // 2]
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", AB_CASES)
 def test_the_host_and_the_cpu_device_run_on_separate_cores(ab_cases, case):
     _, placements = ab_cases[case]
     for pid, cores in placements:
@@ -72,7 +71,7 @@ def test_the_host_and_the_cpu_device_run_on_separate_cores(ab_cases, case):
         assert cores[busiest][:2] == ("1", 1), cores
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", AB_CASES)
 def test_a_reads_charge_is_its_saving_in_device_idle_time(ab_cases, case):
     figures = median_capture(ab_cases[case][0], "charged_us", "idle_saving_us")
     assert figures["pairs"] >= 3, figures
@@ -80,7 +79,7 @@ def test_a_reads_charge_is_its_saving_in_device_idle_time(ab_cases, case):
     assert abs(figures["charged_us"] - figures["idle_saving_us"]) <= TOLERANCE * figures["idle_saving_us"], figures
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", AB_CASES)
 def test_a_reads_cost_with_the_device_time_it_added_is_its_saving_in_step_time(ab_cases, case):
     figures = median_capture(ab_cases[case][0], "cost_us", "saving_us")
     assert figures["saving_us"] > 0, figures
