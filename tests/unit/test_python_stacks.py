@@ -254,3 +254,20 @@ def test_a_sampled_threads_window_ends_at_its_last_sample_not_at_bookkeeping_rec
     out = analysis_json(analysed(tmp_path, builder.to_bytes()))
     assert out["window_us"] == pytest.approx(1000.0)
     assert out["device_idle_us"] == pytest.approx(500.0) and out["idle_by_cause_us"]["unattributed"] == 0
+
+
+def test_a_compile_longer_than_the_samplers_lag_takes_the_run_holding_it_though_the_thread_moved_on(tmp_path):
+    # Seen in a real capture: the sampler, kept off the GIL through a step's 2 ms of Python, made one
+    # run of two steps' syncs at the same line; the second step's 37 ms compile lay inside that run,
+    # after the first sync returned (the thread moved on), and lost its line.
+    builder, host = scenario(window_us=10_000.0)
+    python = host.line("python", line_id=1)
+    python.event("StepMarker", 100, 400)  # the first step's sync, returned at 500
+    python.event("XLAGraphExecutor::Compile", 1000, 7000, graph_hash="h2")  # the second's, 7 ms
+    python.event(TFD, 9000, 50)  # a short read in the same run: still not seen (no line)
+    stacks = {"sync": f"{MAIN}\n/work/train.py:30 train"}
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 9500, "sync")], stacks=stacks)
+    result = analysed(tmp_path, builder.to_bytes())
+    (compile_record,) = result.workers[0].compiles
+    assert compile_record.source == "/work/train.py:30"
+    assert analysis_json(result)["transfers_from_device"]["by_source"] == {}

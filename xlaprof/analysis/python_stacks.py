@@ -140,10 +140,14 @@ class StackSamples:
     def _first_seen(self, line: int, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per event [start, end] on ``line``: the first run the sampler began during it (it saw
         the thread inside the event), else the run holding its end, unless that run is stale: the
-        thread provably moved on after the run began (``moved_on``) and before the event. An event
-        inside a stale run was not seen (a call shorter than the sampling period): the run after
-        it is the thread's next line, not the event's, so it is never taken; its run is -1, and
-        the stale run is returned beside (-1 for the others)."""
+        thread provably moved on after the run began (``moved_on``) and before the event, and the
+        event lasted at most ``LAG_US``. An event inside a stale run was not seen (a call shorter
+        than the sampling period): the run after it is the thread's next line, not the event's, so
+        it is never taken; its run is -1, and the stale run is returned beside (-1 for the others).
+        A longer event was seen by the run holding its end, stale or not: the sampler, at most
+        ``LAG_US`` late, still showed that run's stack after ``LAG_US`` of the event (a sampler
+        kept from the thread's short excursion between two visits of one line, as two steps'
+        syncs, made one run of both)."""
         lo, hi = self._ranges.get(int(line), (0, 0))
         found = self._covering(line, np.maximum(starts, ends - SEEN_US))
         stale_run = np.full(found.size, -1, np.int64)
@@ -156,7 +160,8 @@ class StackSamples:
         if marks is not None and marks.size:
             run_start = self.start[np.maximum(found, lo)]
             latest = np.searchsorted(marks, starts, side="right") - 1
-            stale = ~seen & (found >= 0) & (latest >= 0) & (marks[np.maximum(latest, 0)] > run_start)
+            stale = (~seen & (found >= 0) & (latest >= 0) & (marks[np.maximum(latest, 0)] > run_start)
+                     & (ends - starts <= LAG_US))
             stale_run[stale], found[stale] = found[stale], -1
         return found, stale_run
 
