@@ -13,7 +13,7 @@ from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
 from xlaprof.analysis.summary import FIGURES_VERSION, logdir_figures, session_figures
 from xlaprof.session import Session, profile_root, storage
-from xlaprof.session.index import INDEX_NAME, SessionIndex
+from xlaprof.session.index import INDEX_NAME, MAX_INDEX_BYTES, SessionIndex
 
 
 class Counting:
@@ -135,3 +135,25 @@ def test_an_fsspec_logdir_is_indexed_too():
     logdir_figures(root, analysis_of=again)
     assert again.runs == ["a"]
     fs.rm("memory://index-test", recursive=True)
+
+
+@pytest.mark.parametrize("kind", ["deep JSON", "FIFO", "symlink to /dev/zero", "over the size limit"])
+def test_an_unreadable_index_is_treated_as_absent_and_rebuilt(logdir, kind):
+    path = _index_path(logdir)
+    if kind == "deep JSON":
+        open(path, "w").write("[" * 200_000)  # nests past the JSON parser's depth
+    elif kind == "FIFO":
+        os.mkfifo(path)  # opening it for reading would wait for a writer forever
+    elif kind == "symlink to /dev/zero":
+        os.symlink("/dev/zero", path)
+    else:
+        with open(path, "wb") as handle:
+            handle.truncate(MAX_INDEX_BYTES + 1)
+    counting = Counting()
+    rows = logdir_figures(logdir, analysis_of=counting)
+    assert [r.figures.steps for r in rows] == [6, 6, 6] and sorted(counting.runs) == ["run1", "run2", "run3"]
+    assert os.path.isfile(path) and not os.path.islink(path)  # the entry itself replaced, /dev/zero untouched
+    assert sorted(json.loads(open(path).read())["sessions"]) == ["run1", "run2", "run3"]
+    again = Counting()
+    logdir_figures(logdir, analysis_of=again)
+    assert again.runs == []

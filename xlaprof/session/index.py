@@ -8,8 +8,11 @@ never listed as a run, never part of a run's files)::
 
 Contract:
 - ``SessionIndex.open(logdir, version)`` reads the file once. A missing, unreadable or corrupt
-  file, another format, or summaries of another ``version`` (the caller's: it changes when what
-  a summary means changes) make an empty index: the index is a cache and never an error.
+  file (not JSON, JSON nested past the parser's depth, a FIFO, a device, a symlink to one, over
+  ``MAX_INDEX_BYTES``), another format, or summaries of another ``version`` (the caller's: it
+  changes when what a summary means changes) make an empty index, rebuilt by the next ``save``
+  (which replaces the entry itself, never what a symlink points to): the index is a cache and
+  never an error.
 - ``index.summary(session, compute, parse)`` returns ``(parse(summary), error)`` of a
   ``SessionSummary``: the stored summary while the session's files (``storage.file_stats``:
   names, sizes, modification times) are exactly those it was computed from and ``parse`` accepts
@@ -38,6 +41,7 @@ log = logging.getLogger("xlaprof")
 
 INDEX_NAME = ".xlaprof-index.json"
 FORMAT = 1  # of the file itself; the summaries inside carry the caller's version
+MAX_INDEX_BYTES = 64 << 20  # a few hundred bytes a session: a larger file is not an index
 T = TypeVar("T")
 
 
@@ -106,12 +110,12 @@ class SessionIndex:
 
 def _read(path: str, version: str) -> dict[str, IndexEntry]:
     try:
-        data = json.loads(storage.read_bytes(path))
+        data = json.loads(storage.read_bytes(path, MAX_INDEX_BYTES))
         if data.get("format") != FORMAT or data.get("version") != version:
             return {}
         return {str(run): IndexEntry.from_json(e) for run, e in data["sessions"].items()}
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (OSError, XlaprofError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         log.info("ignoring the session index %s: %s", path, exc)
         return {}
