@@ -17,7 +17,7 @@ import platform
 import time
 import uuid
 
-from xlaprof import __version__
+from xlaprof._version import __version__
 from xlaprof.errors import XlaprofError
 from xlaprof.session import storage
 from xlaprof.session.layout import new_run_name, profile_root, scratch_name, staging_name, worker_file_name

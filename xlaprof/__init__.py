@@ -26,7 +26,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from xlaprof._version import __version__
+
 __all__ = ["start_server", "trace", "step", "profile", "Session", "analyze", "AnalysisConfig", "__version__"]
 
 if TYPE_CHECKING:
@@ -51,4 +52,4 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     # The API (imported or not yet) and the subpackages, not the facade's own machinery.
-    return sorted((set(globals()) | set(__all__)) - {"annotations", "importlib", "TYPE_CHECKING", "_LAZY"})
+    return sorted((set(globals()) | set(__all__)) - {"annotations", "importlib", "TYPE_CHECKING", "_LAZY", "_version"})

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 
-from xlaprof import __version__
+from xlaprof._version import __version__
 from xlaprof.errors import XlaprofError
 
 EXIT_OK, EXIT_BUDGET_EXCEEDED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

@@ -2,9 +2,12 @@
 and that a session opened without reading its captures can be analysed."""
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,7 @@ from xlaprof.analysis import analyze
 from xlaprof.errors import XlaprofError
 from xlaprof.session import Session
 
+REPO = Path(__file__).resolve().parents[2]
 API = ("start_server", "trace", "step", "profile", "Session", "analyze", "AnalysisConfig")
 
 
@@ -22,7 +26,7 @@ def test_dir_lists_the_api_without_importing_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     listed = set(eval(out[0]))  # noqa: S307 - our own printed list
     assert set(API) <= listed and "__version__" in listed
-    assert not listed & {"importlib", "annotations", "TYPE_CHECKING", "_LAZY"}  # the facade's machinery
+    assert not listed & {"importlib", "annotations", "TYPE_CHECKING", "_LAZY", "_version"}  # the facade's machinery
     assert out[1] == "False"
 
 
@@ -64,3 +68,14 @@ def test_stack_hz_accepts_off_and_the_default():
     assert xlaprof.profile("logs", stack_hz=0).stack_hz == 0
     assert xlaprof.profile("logs").stack_hz == 1000 == inspect.signature(xlaprof.start_server).parameters[
         "stack_hz"].default
+
+
+def test_the_version_is_written_once():
+    """xlaprof/_version.py is the one source: the package metadata reads it, every module imports it."""
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and not re.search(r"^version\s*=\s*\"", pyproject, re.M)
+    assert 'version = {attr = "xlaprof._version.__version__"}' in pyproject
+    written = [str(p.relative_to(REPO)) for package in ("xlaprof", "collectors", "dashboard")
+               for p in (REPO / package).rglob("*.py") if re.search(r"^__version__\s*=", p.read_text(), re.M)]
+    assert written == ["xlaprof/_version.py"]
+    assert xlaprof.__version__ == importlib.metadata.version("xlaprof")
