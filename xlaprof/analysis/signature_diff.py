@@ -20,7 +20,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from xlaprof.hlo import GraphSignature, Shape
+from xlaprof.hlo import GraphSignature
 
 SYMBOLS = "BSNLKMTUVW"
 MAX_LISTED = 8  # sizes listed before eliding
@@ -153,10 +153,6 @@ def trend(values: list) -> str:
         (step,) = steps
         return f", {'growing' if step > 0 else 'shrinking'} by {abs(step)} every compile"
     return ""
-
-
-def shapes_text(shapes: tuple[Shape, ...]) -> str:
-    return ", ".join(s.text for s in shapes)
 
 
 def _number(value) -> str:

@@ -173,9 +173,6 @@ class HloModule:
         return Instruction(proto.name, proto.opcode, category, Shape.of(proto.shape), computation.name,
                            self._frames.source(metadata), self._frames.stack(metadata), metadata.op_type, proto)
 
-    def instruction_names(self) -> list[str]:
-        return list(self._by_name)
-
     def computation(self, computation_id: int):
         return self.computations.get(computation_id)
 
