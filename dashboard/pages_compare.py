@@ -20,8 +20,8 @@ from dashboard.figures import cause_bars, side_items, step_distributions
 from dashboard.grid import Column, ColumnKind, table_grid
 from dashboard.state import AppState
 from dashboard.views.compare import parse_pair
+from dashboard.views.logdir_guard import listed_sessions
 from xlaprof.errors import RunNotFoundError, XlaprofError
-from xlaprof.session import list_sessions
 
 PAGE_SIZE = 15
 NUMBER = ColumnKind.NUMBER
@@ -34,7 +34,7 @@ GRAPH_CONFIG = {"displaylogo": False}
 
 
 def layout(state: AppState, search: str) -> html.Div:
-    runs = [s.run for s in list_sessions(state.logdir)]
+    runs = [s.run for s in listed_sessions(state.logdir)]
     if len(runs) < 2:
         return ui.message("not-found", "Nothing to compare yet",
                           "The compare page needs two sessions in this logdir: capture the job, change it, "

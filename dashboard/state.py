@@ -19,7 +19,7 @@ from dashboard.views.analysis_cache import AnalysisCache, CachedAnalysis
 from dashboard.views.compare import CompareView, compare_view
 from dashboard.views.flame import Flame, idle_flame
 from dashboard.views.gap_table import GapColumns, gap_columns
-from dashboard.views.logdir_guard import resolve_run
+from dashboard.views.logdir_guard import listed_sessions, resolve_run
 from dashboard.views.overview import Overview, overview
 from dashboard.views.timeline import SessionTimeline, ViewConfig, session_timeline
 from xlaprof.analysis.session_diff import diff_sessions
@@ -59,8 +59,9 @@ class AppState:
         return self.entry(run).derived("overview", overview)
 
     def listing(self) -> list[ListedSession]:
-        """Every session of the logdir, newest first, with its figures or its error."""
-        return logdir_figures(self.logdir, index=self.index, analysis_of=lambda run_dir: self.cache.get(run_dir).analysis)
+        """Every session of the logdir that lies inside it, newest first, with its figures or its error."""
+        return logdir_figures(self.logdir, index=self.index, sessions=listed_sessions(self.logdir),
+                              analysis_of=lambda run_dir: self.cache.get(run_dir).analysis)
 
     def compare(self, before: object, after: object) -> CompareView:
         """Computed once per pair of cached analyses (the diff's bootstrap is seeded: the same pair,

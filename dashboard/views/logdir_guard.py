@@ -1,26 +1,28 @@
 """Turn a session id taken from a URL into a run directory, never into anything else.
 
-Contract: ``resolve_run(logdir, run)`` returns the run directory of ``run`` only when ``run`` is
-the name of a session that ``session.list_sessions(logdir)`` lists, and (for a local logdir)
-the directory and every entry in it resolve, symlinks followed, to a place inside the
-logdir's profile root. Anything else raises ``RunNotFoundError`` whose message quotes the
-request in a printable form and never anything read from disk. ``..``, percent-encoded
-``..`` (any number of times), absolute paths, separators, NUL bytes and symlinks leading out of
-the logdir are all rejected, so a hostile URL can neither read a file nor probe for one.
+Contract:
+- ``listed_sessions(logdir)`` is ``session.list_sessions(logdir)`` without the runs that lead out
+  of the logdir: for a local logdir, a run whose directory or any entry in it resolves, symlinks
+  followed, to a place outside the logdir's profile root is not the dashboard's to show (nor to
+  read for the listing's figures).
+- ``resolve_run(logdir, run)`` returns the run directory of ``run`` only when ``run`` is the name
+  of a session that ``listed_sessions(logdir)`` lists, either as given or percent-decoded once
+  (a URL's path segment, as ``components.session_href`` encodes it): so any name a directory can
+  have opens (spaces, Unicode, ``;``, ``%``), and nothing else does. Anything else raises
+  ``RunNotFoundError`` whose message quotes the request in a printable form and never anything
+  read from disk. ``..``, percent-encoded ``..`` (any number of times), absolute paths,
+  separators, NUL bytes, dot-names (staged runs) and symlinks leading out of the logdir are all
+  rejected, so a hostile URL can neither read a file nor probe for one.
 """
 from __future__ import annotations
 
 import os
-import re
 from urllib.parse import unquote
 
-from xlaprof.errors import RunNotFoundError
-from xlaprof.session import list_sessions, profile_root, storage
+from xlaprof.errors import RunNotFoundError, XlaprofError
+from xlaprof.session import SessionSummary, list_sessions, profile_root, storage
 
-# The run names xlaprof writes (session.new_run_name); TensorBoard's are a subset.
-_RUN_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
-# Percent-decoding is applied until the text stops changing, at most this many times.
-_MAX_UNQUOTE_ROUNDS = 4
+MAX_RUN_ID_CHARS = 1024  # a directory name is at most 255 bytes; percent-encoded, three times that
 
 
 def printable(text: object, limit: int = 80) -> str:
@@ -30,41 +32,38 @@ def printable(text: object, limit: int = 80) -> str:
 
 
 def is_plausible_run_name(run: object) -> bool:
-    """Whether ``run`` could be a run name at all, before looking at the disk."""
-    if not isinstance(run, str):
+    """Whether ``run`` could name a run at all, before looking at the disk: a string that, as
+    given and decoded once, is one directory name (no separator, no NUL, not a dot-name)."""
+    if not isinstance(run, str) or not run or len(run) > MAX_RUN_ID_CHARS:
         return False
-    decoded = run
-    for _ in range(_MAX_UNQUOTE_ROUNDS):
-        again = unquote(decoded)
-        if again == decoded:
-            break
-        decoded = again
-    # A name that still decodes to something else is an encoding game, not a run name.
-    if decoded != run or unquote(decoded) != decoded:
-        return False
-    return bool(_RUN_NAME.fullmatch(run)) and not run.startswith(".") and run not in (".", "..")
+    return all(name and "/" not in name and "\x00" not in name and not name.startswith(".")
+               for name in (run, unquote(run)))
+
+
+def listed_sessions(logdir: str) -> list[SessionSummary]:
+    """The logdir's sessions (newest first) whose files all lie inside the logdir."""
+    sessions = list_sessions(logdir)
+    if storage.is_url(logdir):
+        return sessions
+    real_root = os.path.realpath(profile_root(logdir))
+    return [s for s in sessions if _inside(real_root, s.path)]
 
 
 def resolve_run(logdir: str, run: object) -> str:
     """The run directory of session ``run`` of ``logdir``; ``RunNotFoundError`` otherwise."""
-    if not is_plausible_run_name(run):
-        raise RunNotFoundError(f"no session named '{printable(run)}' in this logdir")
-    listed = {s.run: s.path for s in list_sessions(logdir)}
-    if run not in listed:
-        raise RunNotFoundError(f"no session named '{printable(run)}' in this logdir")
-    run_dir = listed[run]
-    if not storage.is_url(run_dir):
-        _check_inside(profile_root(logdir), run_dir, run)
-    return run_dir
+    if is_plausible_run_name(run):
+        listed = {s.run: s.path for s in listed_sessions(logdir)}
+        for name in (run, unquote(run)):
+            if name in listed:
+                return listed[name]
+    raise RunNotFoundError(f"no session named '{printable(run)}' in this logdir")
 
 
-def _check_inside(root: str, run_dir: str, run: str) -> None:
-    """Every path the session would read must resolve inside ``root`` (symlinks followed)."""
-    real_root = os.path.realpath(root)
-    # Every entry, not only captures: the analysis also reads files beside them (a debug file).
-    paths = [run_dir] + [os.path.join(run_dir, name) for name in storage.listdir(run_dir)]
-    for path in paths:
-        real = os.path.realpath(path)
-        if os.path.commonpath([real_root, real]) != real_root:
-            raise RunNotFoundError(f"no session named '{printable(run)}' in this logdir "
-                                   f"(it leads outside the logdir)")
+def _inside(real_root: str, run_dir: str) -> bool:
+    """Whether every path the session would read resolves inside ``real_root`` (symlinks followed):
+    the analysis reads files beside the captures too (a debug file)."""
+    try:
+        paths = [run_dir] + [os.path.join(run_dir, name) for name in storage.listdir(run_dir)]
+    except XlaprofError:  # a run that cannot be listed is listed with its error, and reads nothing
+        return os.path.commonpath([real_root, os.path.realpath(run_dir)]) == real_root
+    return all(os.path.commonpath([real_root, os.path.realpath(p)]) == real_root for p in paths)

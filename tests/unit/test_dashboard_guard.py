@@ -5,7 +5,11 @@ import os
 
 import pytest
 
-from dashboard.views.logdir_guard import is_plausible_run_name, resolve_run
+from dashboard.views.logdir_guard import (
+    is_plausible_run_name,
+    listed_sessions,
+    resolve_run,
+)
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.errors import RunNotFoundError
 
@@ -60,8 +64,12 @@ def test_non_strings_are_rejected(logdir, value):
         resolve_run(logdir, value)
 
 
-def test_plausible_names_are_the_names_xlaprof_writes():
-    assert is_plausible_run_name("2024_01_02_03_04_05")
-    assert is_plausible_run_name("demo-2.v1")
-    assert not is_plausible_run_name("demo run")
-    assert not is_plausible_run_name("a%20b")
+def test_plausible_names_are_any_one_directory_name():
+    for name in ("2024_01_02_03_04_05", "demo-2.v1", "demo run", "a%20b", "ünï", "semi;colon", "50%"):
+        assert is_plausible_run_name(name), name
+    for name in ("", ".", "..", ".staged", "a/b", "a%2fb", "%2e%2e", "a\x00", "x" * 2000):
+        assert not is_plausible_run_name(name), name
+
+
+def test_runs_leading_out_of_the_logdir_are_not_listed(logdir):
+    assert [s.run for s in listed_sessions(logdir)] == ["good"]

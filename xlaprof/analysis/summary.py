@@ -11,7 +11,8 @@ Contract (times in microseconds of device time summed over devices, like the JSO
 - ``logdir_figures(logdir)``: every session of the logdir (newest first) with its figures, or the
   error that kept it from being analysed (a run the listing found unreadable is not opened): from the logdir's persisted ``SessionIndex`` where the
   session's files are unchanged, else computed from ``analysis_of(run_dir)`` (by default the
-  session read and analysed) and persisted. ``FIGURES_VERSION`` changes whenever what the figures
+  session read and analysed) and persisted; ``sessions`` (by default ``list_sessions(logdir)``)
+  are the ones listed, so a caller can leave some out unread. ``FIGURES_VERSION`` changes whenever what the figures
   mean changes, so figures persisted before are computed again.
 """
 from __future__ import annotations
@@ -89,10 +90,11 @@ class ListedSession:
 
 
 def logdir_figures(logdir: str, *, index: SessionIndex | None = None,
-                   analysis_of: Callable[[str], SessionAnalysis] | None = None) -> list[ListedSession]:
+                   analysis_of: Callable[[str], SessionAnalysis] | None = None,
+                   sessions: list[SessionSummary] | None = None) -> list[ListedSession]:
     index = index or SessionIndex.open(logdir, FIGURES_VERSION)
     analysis_of = analysis_of or (lambda run_dir: analyze(Session.load(run_dir)))
-    sessions = list_sessions(logdir)
+    sessions = list_sessions(logdir) if sessions is None else sessions
     rows = []
     for session in sessions:
         if session.error is not None:  # the listing already knows it cannot be read

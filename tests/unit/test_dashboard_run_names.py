@@ -1,0 +1,60 @@
+"""Any name a run directory can have opens its page (spaces, Unicode, punctuation, a literal
+``%``), through the link the sessions page gives it and through its plain name; a run whose real
+path leaves the logdir is neither listed (nor read for its figures) nor opened."""
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+import pytest
+
+from dashboard.app import create_app
+from dashboard.components import session_href
+from dashboard.state import AppState
+from tests.support.dash_requests import callback_body
+from tests.support.synthetic import training_capture, write_session
+
+NAMES = ["run with space", "ünï", "semi;colon", "50%", "a%20b", "quote'd \"x\"", "tab\there", "emoji-🙂"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("names")
+    logdir = str(root / "logdir")
+    for i, name in enumerate(NAMES):
+        write_session(logdir, name, {"localhost_9012": training_capture(steps=3 + i, devices=1, seed=i)})
+    outside = str(root / "outside")
+    write_session(outside, "elsewhere", {"localhost_9012": training_capture(steps=30, devices=1)})
+    os.symlink(os.path.join(outside, "plugins", "profile", "elsewhere"),
+               os.path.join(logdir, "plugins", "profile", "linked_out"))
+    state = AppState(logdir)
+    return create_app(logdir, state).server.test_client(), state
+
+
+def route(client, pathname: str) -> str:
+    body = callback_body("page.children", [("url", "pathname", pathname), ("url", "search", "")], (), None)
+    response = client.post("/_dash-update-component", json=body)
+    assert response.status_code == 200
+    return response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_valid_directory_name_opens_from_its_link_and_its_name(setup, name):
+    client, state = setup
+    for pathname in (session_href(name), "/session/" + name):
+        text = route(client, pathname)
+        assert "session-page" in text or "session-title" in text, (pathname, text[:300])
+        assert "Session not found" not in text and "not-found" not in text
+    assert state.entry(urllib.parse.quote(name, safe="")).run_dir.endswith(name)
+
+
+def test_a_run_leading_outside_is_not_listed_read_or_opened(setup, caplog):
+    client, state = setup
+    fresh = AppState(state.logdir)  # nothing cached: the listing reads what it lists
+    with caplog.at_level("INFO", logger="xlaprof"):
+        listed = [row.session.run for row in fresh.listing()]
+    assert sorted(listed) == sorted(NAMES)
+    reads = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reading session")]
+    assert len(reads) == len(NAMES) and not any("linked_out" in m or "elsewhere" in m for m in reads)
+    text = route(client, "/session/linked_out")
+    assert "not-found" in text and "session-title" not in text
