@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine with Python 3.11 and the package registries:
-#   ./run.sh demo    set up .venv, then run the demo workload on the CPU XLA device
-#   ./run.sh test    set up .venv (and headless Chromium), then run the whole test suite
-#   ./run.sh setup   only set up .venv
-# The virtual environment is reused when it is already right (a stamp of pyproject.toml,
-# setup.py, run.sh and the C sources it builds),
-# so the 7 GB torch/torch_xla install happens once.
+#   ./run.sh demo    set up .venv with what the demo needs (xlaprof[demo]), then run the demo
+#                    workload on the CPU XLA device
+#   ./run.sh test    set up .venv with every extra (xlaprof[all]: the test tools too) and headless
+#                    Chromium, then run the whole test suite
+#   ./run.sh setup   only set up .venv, with every extra
+# The virtual environment is reused when it is already right: a stamp per set of extras holds a
+# hash of pyproject.toml, setup.py, run.sh and the C sources it builds, and a .venv set up for the
+# tests serves the demo too, so the torch/torch_xla install happens once.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PYTHON=${PYTHON:-python3.11}
 VENV=.venv
-STAMP="$VENV/.xlaprof-setup"
 
 log() { printf '[run.sh] %s\n' "$*" >&2; }
 
 want_stamp() { cat pyproject.toml setup.py run.sh collectors/*.c xlaprof/xspace/*.c | sha256sum | cut -d' ' -f1; }
+stamp_file() { echo "$VENV/.xlaprof-setup-$1"; }
+stamp_current() { [[ -f "$(stamp_file "$1")" && "$(cat "$(stamp_file "$1")")" == "$(want_stamp)" ]]; }
 
 apt_install() {
   local sudo=""
@@ -30,7 +33,8 @@ setup_compiler() {  # for the stack sampler's C loop and the capture decoder (se
   apt_install gcc
 }
 
-setup_venv() {
+setup_venv() {  # $1: the extras to install, demo or all (all includes demo)
+  local extras=$1
   setup_compiler
   if [[ -x "$VENV/bin/python" ]] && ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     log "$VENV is not Python 3.11: recreating it"
@@ -41,18 +45,18 @@ setup_venv() {
     log "creating $VENV"
     "$PYTHON" -m venv "$VENV"
   fi
-  if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$(want_stamp)" ]]; then
+  if stamp_current all || stamp_current "$extras"; then
     log "$VENV is up to date"
     return
   fi
-  log "installing xlaprof with all extras into $VENV (first time: torch + torch_xla, about 7 GB, a few minutes)"
+  log "installing xlaprof[$extras] into $VENV (first time: torch + torch_xla, a few GB, a few minutes)"
   "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip 1>&2
-  "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[all]" 1>&2
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[$extras]" 1>&2
   "$VENV/bin/python" -c 'import collectors._stack_watch' 2>/dev/null ||
     log "the stack sampler's C loop did not build (pip's output above says why): captures will have no Python stacks"
   "$VENV/bin/python" -c 'import xlaprof.xspace._wire' 2>/dev/null ||
     log "the C capture decoder did not build (pip's output above says why): captures are decoded with numpy, slower"
-  want_stamp > "$STAMP"
+  want_stamp > "$(stamp_file "$extras")"
 }
 
 setup_browser() {
@@ -62,8 +66,8 @@ setup_browser() {
 }
 
 case "${1:-}" in
-  setup) setup_venv ;;
-  demo) setup_venv; shift; exec "$VENV/bin/xlaprof" demo "$@" ;;
-  test) setup_venv; setup_browser; shift; exec "$VENV/bin/python" -m pytest "$@" ;;
+  setup) setup_venv all ;;
+  demo) setup_venv demo; shift; exec "$VENV/bin/xlaprof" demo "$@" ;;
+  test) setup_venv all; setup_browser; shift; exec "$VENV/bin/python" -m pytest "$@" ;;
   *) echo "usage: ./run.sh demo|test|setup [args...]" >&2; exit 2 ;;
 esac

@@ -1,0 +1,78 @@
+"""``run.sh``, the set-up of a fresh machine: ``demo`` installs what the demo needs
+(``xlaprof[demo]``), ``test`` every extra (``xlaprof[all]``), and a ``.venv`` already right for
+either is reused. The real script runs in a copy of the repository's set-up files whose ``.venv``
+holds a stand-in Python that records what it was asked to run (installing torch for real takes GBs
+and minutes: the real install is what ``./run.sh setup`` does on every fresh machine)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.workers import REPO as REPO_DIR
+
+REPO = Path(REPO_DIR)
+
+# Answers the set-up's checks (Python 3.11, the C parts import) and logs every other call.
+STAND_IN = """#!/bin/sh
+case "$*" in
+  *"import sys; sys.exit"*|*"import collectors._stack_watch"*|*"import xlaprof.xspace._wire"*) exit 0 ;;
+esac
+echo "$(basename "$0") $*" >> "$(dirname "$0")/../calls.log"
+"""
+
+
+@pytest.fixture
+def sandbox(tmp_path) -> Path:
+    for name in ("run.sh", "pyproject.toml", "setup.py"):
+        shutil.copy2(REPO / name, tmp_path / name)
+    for pattern, where in (("*.c", "collectors"), ("*.c", "xlaprof/xspace")):
+        (tmp_path / where).mkdir(parents=True)
+        for source in (REPO / where).glob(pattern):
+            shutil.copy2(source, tmp_path / where / source.name)
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for tool in ("python", "xlaprof"):
+        (bin_dir / tool).write_text(STAND_IN)
+        (bin_dir / tool).chmod(0o755)
+    return tmp_path
+
+
+def run_sh(sandbox: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run the sandbox's run.sh; its result and the calls it made (then forgotten)."""
+    result = subprocess.run(["bash", str(sandbox / "run.sh"), *args], capture_output=True, text=True,
+                            timeout=60)
+    log = sandbox / ".venv" / "calls.log"
+    calls = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return result, calls
+
+
+def installs(calls: list[str]) -> list[str]:
+    return [c.split()[-1] for c in calls if c.startswith("python -m pip install") and "-e" in c.split()]
+
+
+@pytest.mark.skipif(not (shutil.which("cc") and Path("/usr/bin/chromium").exists()),
+                    reason="needs cc and chromium, else run.sh installs them with apt")
+def test_demo_installs_the_demo_extras_and_test_all_of_them_each_once(sandbox):
+    result, calls = run_sh(sandbox, "demo", "--no-dashboard")
+    assert result.returncode == 0, result.stderr
+    assert installs(calls) == [".[demo]"] and calls[-1] == "xlaprof demo --no-dashboard"
+
+    result, calls = run_sh(sandbox, "demo")
+    assert installs(calls) == [] and "up to date" in result.stderr  # reused
+
+    result, calls = run_sh(sandbox, "test", "-x")
+    assert result.returncode == 0, result.stderr
+    assert installs(calls) == [".[all]"] and calls[-1] == "python -m pytest -x"
+
+    for command in ("test", "demo", "setup"):  # a .venv set up for the tests serves everything
+        result, calls = run_sh(sandbox, command)
+        assert installs(calls) == [] and "up to date" in result.stderr, command
+
+    (sandbox / "setup.py").write_text((sandbox / "setup.py").read_text() + "\n# changed\n")
+    result, calls = run_sh(sandbox, "demo")
+    assert installs(calls) == [".[demo]"]  # a changed set-up file installs again
+
