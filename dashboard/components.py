@@ -1,7 +1,9 @@
 """Small HTML building blocks of the pages: cards, the findings list, messages, tables.
 
 Contract: pure functions from xlaprof results to Dash components; no callbacks, no analysis.
-Element ids and class names used here are what the browser tests look for: ``findings``
+Element ids and class names used here are what the browser tests look for: ``answer`` (the top of
+the session page: ``verdict``, ``idle-summary`` with its ``idle-segment``s, ``top-findings`` of
+``compact-finding`` rows), ``findings``
 (``finding``, ``finding-span``, ``finding-source``, ``finding-code``, ``finding-stack``, ``finding-inside``:
 the library lines of a finding at a call into a library, ``inside-source``/``-code``/``-count``/``-lost``), the stack
 panel's body (``stack-title``, ``stack-code``, ``stack-frames`` of ``frame`` items, marked
@@ -26,12 +28,15 @@ from dashboard.views.stacks import (
     finding_stack,
 )
 from xlaprof.analysis.findings import Finding
+from xlaprof.analysis.frames import short_location
 from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.worker_comparison import Straggler
 from xlaprof.report.causes import finding_cost, titled
 from xlaprof.units import format_duration, format_ms
 
 TOP_FINDINGS = 10
+TOP_COMPACT = 3  # findings shown as one row each at the top of the session page
+BAR_LABEL_SHARE = 0.12  # a cause's segment of the idle bar is named when it holds this share
 
 
 SESSION_PREFIX = "/session/"  # the pages' paths
@@ -64,33 +69,76 @@ def message(kind: str, title: str, text: str) -> html.Div:
                      dcc.Link("Back to all sessions", href="/")], id=kind, className=f"message {kind}")
 
 
+def answer(verdict: str, ov: Overview, findings: list[Finding]) -> html.Div:
+    """The top of the session page, what fits a 1024x768 screen: the verdict (one sentence), the
+    idle-by-cause bar and the top ``TOP_COMPACT`` findings as one row each, with a link to the rest."""
+    top = findings[:TOP_COMPACT]
+    rows = [html.Li([
+        html.Span(f"#{rank}", className="finding-rank"), _kind_badge(f),
+        html.Span(finding_cost(f.lost_us, f.busy_added_us) if f.cost_us > 0 else "", className="finding-lost"),
+        html.Code(f.span or "(outside any span)", className="finding-span"),
+        html.Span(short_location(f.source) or "source unknown", title=f.source or "", className="finding-source"),
+        html.Code(" ".join(f.code.split()), className="compact-code", title=f.code) if f.code else None,
+    ], className="compact-finding") for rank, f in enumerate(top, start=1)]
+    more = html.A(f"all {len(findings)} findings, with stacks and fixes ↓", href="#findings",
+                  className="muted") if findings else None
+    return html.Div([html.P(verdict, id="verdict", className="verdict"), idle_bar(ov),
+                     html.Ol(rows, id="top-findings", className="compact-findings") if rows else None, more],
+                    id="answer", className="section answer")
+
+
+def idle_bar(ov: Overview) -> html.Div:
+    """Idle time by cause as one horizontal bar of the causes' shares, each segment named when wide enough."""
+    idle = ov.idle_us
+    parts = sorted(((c, us) for c, us in ov.idle_by_cause_us.items() if us > 0), key=lambda kv: -kv[1])
+    if idle <= 0 or not parts:
+        return html.Div(html.Span("no idle time", className="muted"), id="idle-summary")
+    segments = [html.Div(f"{cause} {100 * us / idle:.0f}%" if us / idle >= BAR_LABEL_SHARE else "",
+                         className="idle-segment", title=f"{titled(cause)} — {format_ms(us)}, {100 * us / idle:.1f}%",
+                         style={"flexGrow": us, "background": color(cause)}) for cause, us in parts]
+    return html.Div([html.Span(f"idle {100 * ov.idle_share:.1f}% · {format_ms(ov.idle_us)} by cause:",
+                               className="idle-summary-label"), html.Div(segments, className="idle-bar")],
+                    id="idle-summary")
+
+
+def _kind_badge(f: Finding) -> html.Span:
+    cause = f.kind.cause.value if f.kind.cause else f.kind.value
+    return html.Span(f.kind.value, className="badge", style={"background": color(cause)}, title=titled(cause))
+
+
 def findings_list(findings: list[Finding]) -> html.Div:
+    """Every finding (the top ``TOP_FINDINGS``) with its detail, code, stack and library lines; an
+    advice is written once, at the first finding it fits, and a later finding with the same advice
+    points to it ("Fix: same as #1")."""
     if not findings:
         return html.Div(html.P("No findings: the devices were never idle in the analysed window."),
                         id="findings", className="section")
-    items = []
+    items, advised = [], {}
     for rank, f in enumerate(findings[:TOP_FINDINGS], start=1):
-        cause = f.kind.cause.value if f.kind.cause else f.kind.value
+        first = advised.setdefault(f.advice, rank)
+        advice = f.advice if first == rank else f"Fix: same as #{first} above."
         items.append(html.Li([
             html.Div([
-                html.Span(f"#{rank}", className="finding-rank"),
-                html.Span(f.kind.value, className="badge", style={"background": color(cause)},
-                          title=titled(cause)),
+                html.Span(f"#{rank}", className="finding-rank"), _kind_badge(f),
                 html.Span(finding_cost(f.lost_us, f.busy_added_us) if f.cost_us > 0 else "", className="finding-lost"),
                 html.Code(f.span or "(outside any span)", className="finding-span"),
                 html.Span(f.source or "source unknown", className="finding-source"),
             ], className="finding-head"),
             html.P(f.detail, className="finding-detail"),
             html.Pre(f.code, className="finding-code") if f.code else None,
-            html.Details([html.Summary(f"Python stack ({len(f.stack)} frames, outermost first)"),
+            html.Details([html.Summary(f"Python stack ({_frames(len(f.stack))}, outermost first)"),
                           stack_frames(finding_stack(f))], className="finding-stack") if f.stack else None,
             library_lines(finding_library_lines(f)),
-            html.P(f.advice, className="finding-advice"),
-        ], className="finding"))
+            html.P(advice, className="finding-advice" + ("" if first == rank else " advice-ref")),
+        ], className="finding", id=f"finding-{rank}"))
     more = len(findings) - TOP_FINDINGS
     return html.Div([html.H2("Findings, most costly first"), html.Ol(items, className="findings-list"),
                      html.P(f"and {more} smaller ones", className="muted") if more > 0 else None],
                     id="findings", className="section")
+
+
+def _frames(n: int) -> str:
+    return f"{n} frame" + ("" if n == 1 else "s")
 
 
 def library_lines(rows: list[LibraryLineRow]) -> html.Table | None:

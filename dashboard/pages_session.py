@@ -1,4 +1,5 @@
-"""The session page: findings first, overview cards, pod, idle by stack, timeline, gaps, compiles, steps, workers.
+"""The session page: the answer first (verdict, idle by cause, top findings), then overview cards, pod,
+timeline, every finding, idle by stack, gaps, compiles, graphs, steps, workers.
 
 Contract: ``layout(state, run, search)`` builds the page of session ``run``: a clear not-found
 message for an id that names no session (hostile ids included), one clear error for a session
@@ -84,17 +85,17 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
     return html.Div([
         dcc.Store(id="session-run", data=run),
         html.Div([html.H2(run, id="session-title"),
-                  html.P(", ".join(w.worker.label for w in analysis.workers), className="muted")]),
+                  html.Span(", ".join(w.worker.label for w in analysis.workers), className="muted")],
+                 className="session-head"),
         html.Div([html.P(e, className="warning") for e in analysis.errors]) if analysis.errors else None,
         page_pod.shown_workers(state, run),
-        ui.findings_list(analysis.findings),
+        ui.answer(state.verdict(run), ov, analysis.findings),
         html.Div([ui.device_card(ov),
                   ui.card("Idle by cause", ui.legend(legend_items(causes)),
                           dcc.Graph(figure=figures["donut"], config={"displayModeBar": False}), class_name="card-idle"),
                   ui.compiles_card(ov), ui.reads_card(ov),
                   ui.fallbacks_card(ov, any(w.metrics for w in analysis.workers))], className="cards"),
         page_pod.section(state, run),
-        page_stacks.section(analysis, flame, state.flame_figure(run)),
         html.Div([
             html.H2("Timeline"),
             html.P("Drag to zoom into a time range (the server sends detail as you zoom), double-click or "
@@ -109,6 +110,8 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                 html.Aside(ui.stack_panel(None), id="stack-panel", className="stack-panel"),
             ], className="timeline-row"),
         ], className="section", id="timeline-section"),
+        ui.findings_list(analysis.findings),
+        page_stacks.section(analysis, flame, state.flame_figure(run)),
         html.Div([
             html.H2("Idle gaps"),
             html.P("Every idle piece of every device. Click a header to sort (shift-click for more columns); "

@@ -4,7 +4,7 @@ Contract: ``AppState.entry(run)`` is the only way a page reaches a session. It r
 through ``logdir_guard.resolve_run`` (so a URL never reaches a file outside the logdir) and
 serves the analysis from the ``AnalysisCache`` (so a request never re-reads an unchanged
 session). It raises ``RunNotFoundError`` for an unknown or hostile id and ``SessionLoadError``
-for a session that cannot be analysed. ``timeline``/``gaps``/``flame``/``flame_figure``/``overview`` are the derived views,
+for a session that cannot be analysed. ``timeline``/``gaps``/``flame``/``flame_figure``/``overview``/``verdict`` are the derived views,
 computed once per cached analysis. ``listing()`` lists the logdir's sessions with their figures
 from the logdir's persisted ``SessionIndex`` (a restart re-analyses no unchanged session; what
 is computed goes through the analysis cache); ``compare(before, after)`` the compare page's view
@@ -20,7 +20,7 @@ from dashboard.views.compare import CompareView, compare_view
 from dashboard.views.flame import Flame, idle_flame
 from dashboard.views.gap_table import GapColumns, gap_columns
 from dashboard.views.logdir_guard import listed_sessions, resolve_run
-from dashboard.views.overview import Overview, overview
+from dashboard.views.overview import Overview, overview, verdict
 from dashboard.views.timeline import SessionTimeline, ViewConfig, session_timeline
 from xlaprof.analysis.session_diff import diff_sessions
 from xlaprof.analysis.summary import FIGURES_VERSION, ListedSession, logdir_figures
@@ -57,6 +57,9 @@ class AppState:
 
     def overview(self, run: object) -> Overview:
         return self.entry(run).derived("overview", overview)
+
+    def verdict(self, run: object) -> str:
+        return self.entry(run).derived("verdict", verdict)
 
     def listing(self) -> list[ListedSession]:
         """Every session of the logdir that lies inside it, newest first, with its figures or its error."""

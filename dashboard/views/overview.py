@@ -12,6 +12,8 @@ Contract (times in microseconds of device time summed over devices, like the JSO
   the first graph of its place, a compile caught at the capture's edge) or ``NO_CAUSE``, the
   trigger is the compiling Python line of the sampled stacks, and ``cause_tip`` (the cause
   column's tooltip) says where the text comes from.
+- ``verdict(analysis)``: the session's one-sentence answer, the same as the text report's first
+  line (``report.verdict.session_verdict``).
 - ``step_series(analysis)``: per step number, busy and idle-by-cause time summed over workers;
   beyond ``max_bars`` steps, the mean step of each run of ``group`` consecutive steps.
 - ``worker_rows(analysis)``: one row per worker, to compare workers of one session.
@@ -29,6 +31,8 @@ from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.summary import ListedSession, idle_share
+from xlaprof.report.json_report import finding_json
+from xlaprof.report.verdict import session_verdict
 from xlaprof.session import SessionSummary
 
 TOP_SPANS = 5
@@ -79,6 +83,12 @@ def overview(analysis: SessionAnalysis) -> Overview:
         window_us=analysis.window_us,
         events=analysis.event_count,
     )
+
+
+def verdict(analysis: SessionAnalysis) -> str:
+    return session_verdict({"device_busy_us": analysis.busy_us, "device_idle_us": analysis.idle_us,
+                            "idle_by_cause_us": analysis.idle_by_cause,
+                            "findings": [finding_json(f) for f in analysis.findings]})
 
 
 NO_CAUSE = "—"

@@ -84,3 +84,24 @@ def test_compare_page_keys_are_clear_of_the_modebar_at_1024(site, browser):
                                   ".map(e => e.textContent)")
     assert [k for k in keys if k.startswith("after (")] and "before" in keys
     screenshot(browser, "compare-layout-1024")
+
+
+def test_the_answer_is_above_the_fold_at_1024x768(site, browser):
+    """The verdict, the idle-by-cause bar and the top three findings are all on the first screen."""
+    browser.set_window_size(*SIZES[0])
+    browser.get(site.url + "/session/sampled")
+    wait_for(browser, "document.querySelector('#top-findings .compact-finding')")
+    fold = browser.execute_script("return window.innerHeight")
+    parts = {name: boxes(browser, css) for name, css in (("verdict", "#verdict"), ("bar", "#idle-summary .idle-bar"),
+                                                         ("rows", "#top-findings .compact-finding"))}
+    assert len(parts["rows"]) == 3 and parts["verdict"] and parts["bar"]
+    assert all(box[3] <= fold for boxes_ in parts.values() for box in boxes_), (fold, parts)
+    verdict = browser.find_element("css selector", "#verdict").text
+    assert "transfer_from_device" in verdict and "log_loss (train.py:57)" in verdict and "Fix: " in verdict
+    # Compact rows stay on one line each, and no row is cut at the right edge of the page.
+    assert all(box[3] - box[1] < 40 and box[2] <= browser.execute_script("return innerWidth") for box in parts["rows"])
+    # Each advice is written once; a finding with the same advice points to the first one.
+    advice = browser.execute_script("return [...document.querySelectorAll('#findings .finding-advice')]"
+                                    ".map(e => [e.textContent, e.classList.contains('advice-ref')])")
+    written = [text for text, ref in advice if not ref]
+    assert any(ref for _, ref in advice) and len(written) == len(set(written)) and all(t.startswith("Fix: same as #") for t, ref in advice if ref)

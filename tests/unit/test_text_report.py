@@ -1,12 +1,19 @@
-"""The text report: reads by line add up to the reads counted, code is shortened at a word, and a
-cause is named by its value with its one meaning."""
+"""The text report: it opens with the session's verdict and gives each advice once, reads by line
+add up to the reads counted, code is shortened at a word, and a cause is named by its value with its
+one meaning."""
 from __future__ import annotations
 
 import re
+import textwrap
 
+from tests.support.synthetic import training_capture, write_session
+from xlaprof.analysis import analyze
 from xlaprof.analysis.attribution import CAUSES
+from xlaprof.report import analysis_json
 from xlaprof.report.causes import CAUSE_ROWS, cause_row
-from xlaprof.report.text import _counted, shorten
+from xlaprof.report.text import _counted, render_text, shorten
+from xlaprof.report.verdict import session_verdict
+from xlaprof.session import Session
 
 
 def test_counts_add_up_to_the_total_with_the_rest_on_a_line_of_its_own():
@@ -33,3 +40,16 @@ def test_every_cause_has_one_row_and_unknown_values_fall_back():
     assert "host_blocked" in CAUSE_ROWS  # ready before the lead's cause lands
     assert len({row.color for row in CAUSE_ROWS.values()}) == len(CAUSE_ROWS)
     assert cause_row("not_a_cause").meaning == "" and cause_row(CAUSES[0]) is CAUSE_ROWS[CAUSES[0].value]
+
+
+def test_the_report_opens_with_the_session_verdict_and_gives_each_advice_once(tmp_path):
+    run = write_session(str(tmp_path), "run", {"localhost_9012": training_capture(
+        steps=12, devices=2, read_every=1, recompile_every=4, sampled=True)})
+    analysis = analyze(Session.load(run))
+    text = render_text(analysis)
+    verdict = session_verdict(analysis_json(analysis))
+    assert verdict.startswith("The devices were idle ") and "Fix: " in verdict
+    assert text.split("\n", 1)[1].startswith(textwrap.fill(verdict, 100) + "\n\n")
+    fixes = re.findall(r"^     fix: (.*)$", text, re.M)
+    assert fixes and any(f.startswith("same as #") for f in fixes)
+    assert len([f for f in fixes if not f.startswith("same as #")]) == len({f for f in fixes if not f.startswith("same as #")})

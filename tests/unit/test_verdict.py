@@ -2,7 +2,7 @@
 most after its own cause."""
 from __future__ import annotations
 
-from xlaprof.report.verdict import verdict
+from xlaprof.report.verdict import session_verdict, verdict
 
 STEP = {"median_us": {"before": 50_000.0, "after": 55_000.0, "delta": 5_000.0, "relative": 0.1},
         "median_ci": [0.05, 0.15], "level": 0.95, "significant": True}
@@ -34,3 +34,25 @@ def test_small_moves_are_left_out_and_nothing_moved_says_so():
                                             ("transfer_to_device", 1e5))}))
     assert three.split("; ")[1:] == ["compile idle -400.0 ms", "host_tracing idle -300.0 ms",
                                      "unattributed idle -200.0 ms"]
+
+
+def finding(kind: str, lost_us: float, span: str | None, source: str | None, advice: str) -> dict:
+    return {"kind": kind, "lost_us": lost_us, "span": span, "source": source, "advice": advice}
+
+
+def test_a_session_verdict_names_the_share_the_biggest_cause_its_line_and_the_fix():
+    read_fix = ("Reading a value blocks (.item(), print(t)). Keep the value on the device and read it every N "
+                "steps, e.g. in xm.add_step_closure.")
+    data = {"device_busy_us": 200_000.0, "device_idle_us": 9_800_000.0,
+            "idle_by_cause_us": {"host_tracing": 7_800_000.0, "transfer_from_device": 2_000_000.0, "compile": 0.0},
+            # the top finding is not of the biggest cause: the verdict takes the first one that is
+            "findings": [finding("transfer_from_device", 2_000_000.0, "log", "/w/train.py:9", read_fix),
+                         finding("host_tracing", 5_000_000.0, "train_step", "/w/sub/train_mlp.py:42",
+                                 "The device waits. Move work out of the step.")]}
+    assert session_verdict(data) == (
+        "The devices were idle 98.0% of the time (9,800.0 ms of 10.00 s of device time). The biggest cause is "
+        "host_tracing: 7,800.0 ms, 80% of the idle time, most of it at train_step (train_mlp.py:42). "
+        "Fix: move work out of the step.")
+    data["findings"] = data["findings"][:1]  # no finding of that cause: no line, no fix
+    assert session_verdict(data).endswith("The biggest cause is host_tracing: 7,800.0 ms, 80% of the idle time.")
+    assert session_verdict({**data, "device_idle_us": 0.0}) == "The devices were never idle in the analysed window."

@@ -1,8 +1,9 @@
 """The terminal report of ``xlaprof analyze``: summary, causes, findings, top gaps, compiles.
 
 Contract: ``render_text(analysis, top=10, source_root=None)`` returns plain text (no colour codes, fits 100
-columns) that leads with what to fix: the ranked findings with span, file:line, time lost and
-advice (each advice text given once; a finding at a call into a library lists the library's lines
+columns) that opens with the session's one-sentence verdict (``verdict.session_verdict``: the idle
+share, the biggest cause, its line and the fix), then leads with what to fix: the ranked findings with span, file:line, time lost and
+advice (each advice text given once, a later finding with the same advice says "same as #N"; a finding at a call into a library lists the library's lines
 inside it), the findings under ``MINOR_SHARE`` of the idle time listed after, one line each; for
 several workers a pod section comes first ("tpu-vm-17 is the slowest worker in 80% of steps: host
 tracing 2.1x the median worker's"), then only the workers that stand out. Times are formatted by
@@ -25,6 +26,7 @@ from xlaprof.analysis.span_index import NO_SPAN
 from xlaprof.framework_files import is_framework_file
 from xlaprof.report.causes import cause_row, finding_cost
 from xlaprof.report.json_report import analysis_json
+from xlaprof.report.verdict import session_verdict
 from xlaprof.units import format_duration as _t
 
 WIDTH = 100
@@ -45,7 +47,8 @@ def rule(title: str) -> str:
 
 def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | None = None) -> str:
     data = analysis_json(analysis, source_root)
-    out = [f"xlaprof analysis of {data['session']}\n"]
+    out = [f"xlaprof analysis of {data['session']}\n",
+           textwrap.fill(session_verdict(data), WIDTH) + "\n\n"]
     busy, idle = data["device_busy_us"], data["device_idle_us"]
     device_time = busy + idle
     devices = sum(len(w["devices"]) for w in data["workers"])
@@ -66,7 +69,7 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
     out.append(rule("Findings (fix these first)"))
     if not data["findings"]:
         out.append("  none: the device was never idle in the window\n")
-    advised: set[str] = set()
+    advised: dict[str, int] = {}  # advice -> rank of the first finding it was given for
     shown = data["findings"][:top]
     main = [f for f in shown if f["lost_us"] + f["busy_added_us"] >= MINOR_SHARE * idle or not f["lost_us"]]
     for rank, f in enumerate(main, 1):
@@ -81,8 +84,8 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
             code = f" `{shorten(line['code'], CODE_WIDTH)}`" if line["code"] else ""
             out.append(f"     inside: {short_location(line['source'])}{code} ({line['pieces']} {unit}, "
                        f"{_t(line['lost_us'])})\n")
-        advice = f["advice"] if f["advice"] not in advised else f"as for [{f['kind']}] above"
-        advised.add(f["advice"])
+        advice = f"same as #{advised[f['advice']]} above" if f["advice"] in advised else f["advice"]
+        advised.setdefault(f["advice"], rank)
         out.append(textwrap.fill("fix: " + advice, WIDTH, initial_indent="     ",
                                  subsequent_indent="          ") + "\n")
     minor = [f for f in shown if f not in main]

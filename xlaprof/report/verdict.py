@@ -7,11 +7,28 @@ and ``MIN_CHANGE_US``), and the finding whose lost time moved most (resolved, ne
 told after its own cause's change, e.g. ``step time -22.0% (95% CI -25.1%..-19.0%);
 transfer_from_device idle -1.60 s: the read at log_loss (train.py:44) is gone; host_tracing idle
 +310.0 ms``. Where nothing moved, ``device idle time unchanged``.
+
+``session_verdict(data)`` is the one-sentence answer of one session that the text report and the
+dashboard's session page both open with. It reads the keys ``device_busy_us``, ``device_idle_us``,
+``idle_by_cause_us`` and ``findings`` (ranked, as ``json_report.finding_json`` makes them; only the
+first finding of the biggest cause is read) and says the idle share, the biggest cause with its
+share of the idle time, the line most of it is at (its span and ``file:line``) and the fix (the
+advice's last sentence, where its advice ends with what to do), e.g. ``The devices were idle 98.0%
+of the time (11.45 s of 11.68 s of device time). The biggest cause is host_tracing: 9.10 s, 80% of the idle time,
+most of it at train_step (train_mlp.py:42). Fix: move work that ... with torch_xla.compile.``
 """
 from __future__ import annotations
 
+import re
+
 from xlaprof.analysis.advice import FindingKind
-from xlaprof.units import format_duration, format_duration_change, format_interval, format_percent_change
+from xlaprof.analysis.frames import short_location
+from xlaprof.units import (
+    format_duration,
+    format_duration_change,
+    format_interval,
+    format_percent_change,
+)
 
 # What a finding of each kind is called in a sentence.
 NOUNS = {"transfer_from_device": "read", "transfer_to_device": "input transfer", "host_tracing": "host tracing",
@@ -34,8 +51,7 @@ def verdict(data: dict) -> str:
     told: dict[str, str] = {}
     if timed:  # the finding whose lost time moved most says what the change did, after its cause
         f = max(timed, key=lambda f: abs(f["lost_us"]["delta"]))
-        charged = FindingKind(f["kind"]).cause
-        cause = charged.value if charged else f["kind"]
+        cause = _cause_of(f["kind"])
         told[cause] = _finding_part(f)
         if cause not in causes:
             causes.append(cause)
@@ -64,9 +80,45 @@ def _finding_part(f: dict) -> str:
     return f"the {noun} {where} went from {format_duration(lost['before'])} to {format_duration(lost['after'])}"
 
 
-def _where(f: dict) -> str:
-    if f["span"] and f["source"]:
-        return f"at {f['span']} ({f['source']})"
-    if f["source"] or f["span"]:
-        return f"at {f['source'] or f['span']}"
+def _where(f: dict, source: str | None = None) -> str:
+    """Where a finding is: ``at span (file:line)``; ``source`` (default: the finding's) names the line."""
+    source = f["source"] if source is None else source
+    if f["span"] and source:
+        return f"at {f['span']} ({source})"
+    if source or f["span"]:
+        return f"at {source or f['span']}"
     return "outside any span"
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def session_verdict(data: dict) -> str:
+    busy, idle = data["device_busy_us"], data["device_idle_us"]
+    if idle <= 0:
+        return "The devices were never idle in the analysed window."
+    share = idle / (busy + idle)
+    out = [f"The devices were idle {100 * share:.1f}% of the time ({format_duration(idle)} of "
+           f"{format_duration(busy + idle)} of device time)."]
+    by_cause = {c: us for c, us in data["idle_by_cause_us"].items() if us > 0}
+    if not by_cause:
+        return out[0]
+    cause = max(by_cause, key=by_cause.get)
+    lead = next((f for f in data["findings"] if _cause_of(f["kind"]) == cause and f["lost_us"] > 0), None)
+    where = ""
+    if lead and (lead["span"] or lead["source"]):
+        where = f", most of it {_where(lead, short_location(lead['source']))}"
+    out.append(f"The biggest cause is {cause}: {format_duration(by_cause[cause])}, "
+               f"{100 * by_cause[cause] / idle:.0f}% of the idle time{where}.")
+    if lead and lead["advice"]:
+        fix = _SENTENCE_END.split(lead["advice"].strip())[-1]
+        out.append(f"Fix: {fix[0].lower()}{fix[1:]}")
+    return " ".join(out)
+
+
+def _cause_of(kind: str) -> str:
+    try:
+        charged = FindingKind(kind).cause
+    except ValueError:
+        return kind
+    return charged.value if charged else kind
