@@ -2,7 +2,8 @@
 
 Contract: ``install(app)`` makes the Flask server of a ``dash.Dash`` app
 - refuse a request body over ``MAX_BODY_BYTES`` with ``413`` and one line saying the limit (the
-  body is not read past it, so four 50 MB bodies cost the server nothing);
+  body is not read past it, so four 50 MB bodies cost the server nothing); a chunked body (no
+  ``Content-Length``) alike, once ``MAX_BODY_BYTES`` of it have arrived;
 - answer ``400`` with one line, and log one line at most (no traceback), to a callback request
   (``POST .../_dash-update-component``) whose body is not JSON, nests deeper than Python's parser
   goes, is not an object, names an output no callback has, or whose ``inputs``/``state`` do not
@@ -27,6 +28,14 @@ def install(app: Dash) -> None:
     server = app.server
     server.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     server.register_error_handler(RequestEntityTooLarge, _too_large)
+
+    @server.before_request
+    def bound_chunked_body():
+        # Werkzeug stops a chunked body's stream at the limit without a word: the JSON parser would
+        # then call the cut body malformed (400). The limit reached is the body refused.
+        if request.content_length is None and request.environ.get("wsgi.input_terminated"):
+            if len(request.get_data(cache=True)) >= MAX_BODY_BYTES:
+                raise RequestEntityTooLarge()
 
     @server.before_request
     def check_callback_body():

@@ -1,7 +1,10 @@
 """Serve the dashboard: ``xlaprof dashboard --logdir DIR [--host 127.0.0.1] [--port 8050]``.
 
 Contract: ``serve(logdir, host=, port=, start_page=)`` blocks serving the app of
-``create_app(logdir)`` until Ctrl-C, which returns normally. It binds 127.0.0.1 unless told
+``create_app(logdir)`` (requests are answered on threads of their own) until a ``KeyboardInterrupt``
+reaches the calling thread: Ctrl-C, or the CLI's SIGINT/SIGTERM handler (``cli.Interrupted``), which
+stops the server and goes on up, so that ``xlaprof dashboard`` says "interrupted" and exits 130 or
+143 as every command does. It binds 127.0.0.1 unless told
 otherwise, prints the URL to open (of ``start_page``, a path below the root) once, and nothing of
 Dash's, Flask's or Werkzeug's start-up banners, and prints a warning on stderr when the address is
 reachable from other machines (the dashboard has no authentication). A missing
@@ -14,6 +17,7 @@ import ipaddress
 import logging
 import socket
 import sys
+import threading
 
 from xlaprof.errors import MissingExtraError, XlaprofError
 
@@ -58,11 +62,18 @@ def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050, start_page:
           f"(Ctrl-C to stop)", flush=True)
     # Werkzeug logs every request at INFO; the terminal should show the URL and problems only.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    from werkzeug.serving import run_simple
+    from werkzeug.serving import make_server
 
     # What Dash's app.run does for debug=False, without its banner and Flask's: the URL is ours.
     app.enable_dev_tools(debug=False)
+    server = make_server(host, port, app.server, threaded=True)
+    # Served from a thread: Werkzeug's loop swallows KeyboardInterrupt, so the signal that stops the
+    # server would be lost to the caller; this thread only waits, and the signal's exception goes on up.
+    loop = threading.Thread(target=server.serve_forever, name="xlaprof-dashboard", daemon=True)
+    loop.start()
     try:
-        run_simple(host, port, app.server, threaded=True)
-    except KeyboardInterrupt:  # Ctrl-C is how a person stops a server: not an error
-        print("xlaprof dashboard: stopped", flush=True)
+        while loop.is_alive():
+            loop.join(0.5)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -72,3 +72,32 @@ def test_a_body_over_the_limit_gets_413_without_being_read(server):
     assert status == 413
     assert _post(server, json.dumps(ROUTE).encode())[0] == 200  # the server is still serving
     assert "Traceback" not in server.output()
+
+
+def _post_chunked(server, chunks) -> tuple[int, str]:
+    """POST with ``Transfer-Encoding: chunked`` (no Content-Length), as a streaming client sends."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    try:
+        conn.putrequest("POST", "/_dash-update-component")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        try:
+            for chunk in chunks:
+                conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            conn.send(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):  # the server answered before reading it all
+            pass
+        response = conn.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        conn.close()
+
+
+def test_a_chunked_body_over_the_limit_gets_413_too(server):
+    status, text = _post_chunked(server, (b"[" * 2**20 for _ in range(50)))  # 50 MB, no Content-Length
+    assert status == 413 and text == "request body too large: the limit is 4 MB\n"
+    body = json.dumps(ROUTE).encode()
+    status, text = _post_chunked(server, [body[:10], body[10:]])  # a well-formed chunked one is answered
+    assert status == 200 and "session-page" in text
+    assert "Traceback" not in server.output()
