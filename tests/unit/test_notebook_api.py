@@ -1,16 +1,19 @@
 """The notebook API: ``xlaprof.analyze(path)`` on a session directory, a logdir or one capture file;
 every table of the result as a pandas DataFrame with as many rows as the analysis holds; a clear
-message without pandas; and the result's short HTML summary."""
+message without pandas; the result's short HTML summary; and a repr of a few lines (under 2 KB) for
+every result object."""
 from __future__ import annotations
 
 import glob
 import os
 import sys
+from dataclasses import fields, is_dataclass
 
 import pytest
 
 import xlaprof
 from tests.support.synthetic import training_capture, write_session
+from xlaprof.analysis.session_diff import diff_sessions
 from xlaprof.analysis.tables import Table
 from xlaprof.errors import MissingExtraError, SessionNotFoundError
 
@@ -68,3 +71,33 @@ def test_a_result_shows_a_short_html_summary(session_dir):
     top = result.findings[0]
     assert html.startswith("<div>") and result.session.path in html and top.kind.value in html
     assert "to_pandas()" in html and "<script" not in html and len(html) < 5000
+
+
+REPR_BYTES = 2048  # a result's repr in a notebook: a few lines
+RESULT_PACKAGES = ("xlaprof.analysis", "xlaprof.session")
+
+
+def reprs(name: str, obj, depth: int):
+    """(name, repr) of ``obj`` if it is an analysis or session result, and of the values of its
+    fields ``depth`` levels down (a list's first items one by one: a list's own repr is Python's)."""
+    if type(obj).__module__.startswith(RESULT_PACKAGES):
+        yield name, repr(obj)
+    if depth and is_dataclass(obj):
+        for f in fields(obj):
+            value = getattr(obj, f.name)
+            listed = isinstance(value, list) and not isinstance(value, Table)
+            for i, item in enumerate(value[:3] if listed else [value]):
+                yield from reprs(f"{name}.{f.name}" + (f"[{i}]" if listed else ""), item, depth - 1)
+
+
+def test_every_result_has_a_repr_of_a_few_lines(session_dir, tmp_path):
+    result = xlaprof.analyze(session_dir)
+    other = xlaprof.analyze(write_session(str(tmp_path), "other", {"localhost_9012": training_capture(
+        steps=12, devices=2, read_every=2, sampled=True)}))
+    found = [*reprs("result", result, 2), *reprs("worker", result.workers[0], 2),
+             *reprs("diff", diff_sessions(result, other), 2),
+             *((f"result.{t}", repr(getattr(result, t))) for t in TABLES)]
+    big = {name: len(text) for name, text in found if len(text.encode()) > REPR_BYTES}
+    assert not big, big
+    assert repr(result).count("\n") < 25 and repr(result.gaps).startswith(f"<Table of {result.gap_count:,} rows (")
+    assert "findings=<Table of " in repr(result) and repr(result.session).startswith("<Session ")

@@ -39,6 +39,7 @@ import numpy as np
 from xlaprof.analysis import intervals
 from xlaprof.analysis.device_timeline import DeviceTimeline
 from xlaprof.analysis.host_activity import READ_SPAN_BEFORE_END_US, EventSet, HostActivity
+from xlaprof.analysis.notebook_repr import short_repr
 
 
 class Cause(str, Enum):
@@ -58,6 +59,8 @@ CODE = {cause: code for code, cause in enumerate(CAUSES)}
 @dataclass
 class GapPieces:
     """Columnar pieces of device idle time, sorted by start within each device."""
+
+    __repr__ = short_repr
 
     device: np.ndarray  # int32: index into the worker's device list
     start_us: np.ndarray  # float64

@@ -18,6 +18,7 @@ import numpy as np
 
 from xlaprof.analysis.debug_file import DebugInfo
 from xlaprof.analysis.host_activity import HostActivity
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.span_index import NO_SPAN
 
 # The causes of a compile the capture caught mid-way (see analysis.session_analysis).
@@ -48,6 +49,7 @@ class CompileTrigger:
 
 @dataclass
 class CompileSummary:
+    __repr__ = short_repr
     count: int = 0
     total_us: float = 0.0
     by_span: dict[str, int] = field(default_factory=dict)  # span -> compiles, most first

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.programs import UNKNOWN
 from xlaprof.hlo import HloModules
 from xlaprof.xspace import vocabulary
@@ -48,6 +49,7 @@ class OpStat:
 
 @dataclass
 class GraphProfile:
+    __repr__ = short_repr
     worker: str
     program_id: int
     module: str | None  # the HLO module's name
@@ -74,6 +76,7 @@ class LineTime:
 
 @dataclass
 class DeviceProfile:
+    __repr__ = short_repr
     graphs: list[GraphProfile]  # by total time, most first
     lines: list[LineTime]  # by time, most first
 

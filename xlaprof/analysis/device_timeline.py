@@ -22,6 +22,7 @@ from enum import Enum
 import numpy as np
 
 from xlaprof.analysis import intervals
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import SCAN_ROWS, Plane, row_dtype
 from xlaprof.xspace.reader import XSpaceData
@@ -35,6 +36,7 @@ class DeviceKind(str, Enum):
 
 @dataclass
 class DeviceTimeline:
+    __repr__ = short_repr
     name: str  # "TPU:0", "GPU:1", "CPU:0"
     kind: DeviceKind
     plane: Plane

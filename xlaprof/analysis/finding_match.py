@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from xlaprof.analysis.findings import Finding
+from xlaprof.analysis.notebook_repr import short_repr
 
 
 class FindingStatus(str, Enum):
@@ -38,6 +39,7 @@ class MatchConfig:
 
 @dataclass(frozen=True)
 class FindingChange:
+    __repr__ = short_repr
     status: FindingStatus
     before: Finding | None  # None: new
     after: Finding | None  # None: resolved

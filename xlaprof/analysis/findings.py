@@ -26,6 +26,7 @@ from xlaprof.analysis.call_sites import group_at_call_sites
 from xlaprof.analysis.compiles import EDGE_COMPILE_CAUSES, CompileSummary
 from xlaprof.analysis.frames import line_text, short_location
 from xlaprof.analysis.idle_costs import CauseCost
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.reads import ReadSummary
 from xlaprof.analysis.span_index import NO_SPAN
 from xlaprof.units import format_duration
@@ -36,6 +37,7 @@ FORCED_BY_READ = "access tensor value"
 
 @dataclass
 class Finding:
+    __repr__ = short_repr
     kind: FindingKind
     lost_us: float  # device idle time charged to it
     span: str | None

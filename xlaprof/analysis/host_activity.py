@@ -32,6 +32,7 @@ import numpy as np
 
 from xlaprof.analysis import intervals
 from xlaprof.analysis.frames import PyStack
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.python_stacks import StackSamples
 from xlaprof.analysis.span_index import SpanIndex, compiler_rows
 from xlaprof.framework_files import is_torch_file
@@ -51,6 +52,7 @@ READ_SPAN_BEFORE_END_US = 1e-3
 
 @dataclass
 class EventSet:
+    __repr__ = short_repr
     rows: np.ndarray  # int64: rows of the host plane's EventTable
     start: np.ndarray  # float64 us
     end: np.ndarray  # float64 us
@@ -103,6 +105,7 @@ class EventSet:
 
 @dataclass
 class HostActivity:
+    __repr__ = short_repr
     plane: Plane | None
     transfers_from_device: EventSet
     transfers_to_device: EventSet

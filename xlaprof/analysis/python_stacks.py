@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xlaprof.analysis.frames import PyStack, parse_stack
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 
@@ -68,6 +69,7 @@ class ReadCalls:
 
 @dataclass
 class StackSamples:
+    __repr__ = short_repr
     stacks: list[PyStack]
     line: np.ndarray  # int32: host line (index into Plane.lines) of the sampled thread, sorted
     start: np.ndarray  # float64 us, sorted within each line

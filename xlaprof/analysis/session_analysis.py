@@ -36,6 +36,7 @@ from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
 from xlaprof.analysis.findings import ExecutionCause, Finding, rank_findings
 from xlaprof.analysis.host_activity import HostActivity
 from xlaprof.analysis.idle_costs import LineIdle, idle_by_line, merge_cost_groups
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.programs import ProgramExecutions, compile_programs, program_executions
 from xlaprof.analysis.read_slowdown import busy_added
 from xlaprof.analysis.reads import ReadSummary, merge_reads, summarize_reads
@@ -69,6 +70,7 @@ class AnalysisConfig:
 
 @dataclass
 class WorkerAnalysis:
+    __repr__ = short_repr
     worker: Worker
     window: tuple[float, float]  # us on this worker's clock
     devices: list[DeviceTimeline]
@@ -118,6 +120,8 @@ class SessionAnalysis:
     in microseconds of device time, summed over devices). ``workers``, the per-worker analyses with
     their captures, are kept when the session was analysed in this process, else analysed here on
     first use (the dashboard's timeline and gap views need them)."""
+
+    __repr__ = short_repr
 
     session: Session
     summaries: list[WorkerSummary]

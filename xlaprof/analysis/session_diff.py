@@ -25,6 +25,7 @@ import numpy as np
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.bootstrap import quantile_change_cis
 from xlaprof.analysis.finding_match import FindingChange, FindingStatus, MatchConfig, match_findings
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.session_analysis import SessionAnalysis
 from xlaprof.analysis.summary import P90, idle_share, step_times
 from xlaprof.analysis.worker_summary import WorkerSummary
@@ -83,6 +84,7 @@ class WorkerDiff:
 
 @dataclass
 class SessionDiff:
+    __repr__ = short_repr
     before: SessionAnalysis
     after: SessionAnalysis
     config: DiffConfig

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xlaprof.analysis import intervals
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 
@@ -24,6 +25,7 @@ NO_SPAN = "(no span)"  # the label of anything that happened outside every user 
 
 @dataclass
 class SpanIndex:
+    __repr__ = short_repr
     rows: np.ndarray  # int64: the span's row in the host plane's EventTable
     name: list[str]  # span name, per span
     source: list[str | None]  # "file:line", per span

@@ -19,12 +19,14 @@ import numpy as np
 from xlaprof.analysis import intervals
 from xlaprof.analysis.attribution import CAUSES, GapPieces
 from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.span_index import SpanIndex
 from xlaprof.xspace import vocabulary
 
 
 @dataclass
 class StepTable:
+    __repr__ = short_repr
     step: np.ndarray  # int64 step number
     name: list[str]
     start_us: np.ndarray

@@ -2,7 +2,8 @@
 
 Contract: a ``Table`` is a list of rows (dataclasses or dicts; every list operation works on it)
 whose ``to_pandas()`` returns a ``pandas.DataFrame`` with a column per field (enums as their
-values, stacks as tuples); an empty table gives an empty frame with the table's ``columns``.
+values, stacks as tuples); an empty table gives an empty frame with the table's ``columns``. Its
+repr is one line: the row count and the columns, never the rows (a notebook's ``result.gaps``).
 pandas is optional (``pip install 'xlaprof[pandas]'``): without it ``to_pandas`` raises
 ``MissingExtraError`` with that command; nothing else needs it.
 """
@@ -13,11 +14,18 @@ from enum import Enum
 
 from xlaprof.errors import MissingExtraError
 
+MAX_COLUMNS = 12  # columns named in a table's repr
+
 
 class Table(list):
     def __init__(self, rows=(), columns: tuple[str, ...] = ()) -> None:
         super().__init__(rows)
         self.columns = columns
+
+    def __repr__(self) -> str:
+        columns = self.columns or (tuple(_record(self[0])) if self else ())
+        more = f", ... {len(columns) - MAX_COLUMNS} more" if len(columns) > MAX_COLUMNS else ""
+        return f"<Table of {len(self):,} rows ({', '.join(columns[:MAX_COLUMNS])}{more}); .to_pandas() for a DataFrame>"
 
     def to_pandas(self):
         pandas = require_pandas("Table.to_pandas")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis.notebook_repr import short_repr
 
 MAX_ALIGNED_STEPS = 500
 STRAGGLER_RATIO = 1.10  # a worker 10% slower per step than the typical worker is a straggler
@@ -53,6 +54,7 @@ class Straggler:
 
 @dataclass
 class WorkerComparison:
+    __repr__ = short_repr
     step_alignment: list[AlignedStep] = field(default_factory=list)
     per_worker: dict[str, WorkerSteps] = field(default_factory=dict)
     stragglers: list[Straggler] = field(default_factory=list)

@@ -21,6 +21,7 @@ from xlaprof.analysis.compiles import CompileRecord
 from xlaprof.analysis.device_profile import GraphProfile, worker_graphs
 from xlaprof.analysis.findings import ExecutionCause
 from xlaprof.analysis.idle_costs import worker_cost_groups
+from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.reads import ReadSummary
 from xlaprof.analysis.recompiles import RecompileExplanation, worker_recompiles
 from xlaprof.analysis.steps import StepTable
@@ -46,6 +47,7 @@ class GapRow:
 
 @dataclass
 class WorkerSummary:
+    __repr__ = short_repr
     worker: Worker  # without its capture (``space`` is None)
     origin_ns: int  # the worker's clock origin, ns since the epoch
     window: tuple[float, float]  # us on this worker's clock

@@ -49,8 +49,8 @@ class Worker:
     host: str
     port: int | None
     path: str  # the .xplane.pb file
-    manifest: dict = field(default_factory=dict)  # this worker's entry in xlaprof.json
-    space: XSpaceData | None = None  # the capture, once read
+    manifest: dict = field(default_factory=dict, repr=False)  # this worker's entry in xlaprof.json
+    space: XSpaceData | None = field(default=None, repr=False)  # the capture, once read
 
     @property
     def label(self) -> str:
@@ -80,6 +80,9 @@ class Session:
     manifest: dict
     workers: list[Worker]
     max_capture_bytes: int | None = None  # the largest capture file read; None: capture_size_limit()
+
+    def __repr__(self) -> str:
+        return f"<Session {self.path!r}: {len(self.workers)} worker(s), {'read' if self.is_read else 'not read'}>"
 
     @classmethod
     def load(cls, path: str, *, progress: bool = False, max_capture_bytes: int | None = None) -> Session:
