@@ -1,7 +1,7 @@
 """The compare page: two sessions of the logdir side by side, before and after a change.
 
 Contract: ``layout(state, search)`` builds the page at ``/compare``: two pickers of the logdir's
-sessions (``compare-before``, ``compare-after``), set from ``?before=RUN&after=RUN`` (a run the
+sessions that read (a bad run is not offered; ``compare-before``, ``compare-after``), set from ``?before=RUN&after=RUN`` (a run the
 logdir does not list falls back to the default pair: the second newest before, the newest
 after), and the body (``compare-body``): the verdict (``compare-verdict``, the line ``xlaprof
 diff`` prints), the step-time figures with their intervals, the busy and idle time by cause of
@@ -20,7 +20,6 @@ from dashboard.figures import cause_bars, side_items, step_distributions
 from dashboard.grid import Column, ColumnKind, table_grid
 from dashboard.state import AppState
 from dashboard.views.compare import parse_pair
-from dashboard.views.logdir_guard import listed_sessions
 from xlaprof.errors import RunNotFoundError, XlaprofError
 
 PAGE_SIZE = 15
@@ -34,7 +33,7 @@ GRAPH_CONFIG = {"displaylogo": False}
 
 
 def layout(state: AppState, search: str) -> html.Div:
-    runs = [s.run for s in listed_sessions(state.logdir)]
+    runs = [row.session.run for row in state.listing() if row.error is None]  # a bad run is not offered
     if len(runs) < 2:
         return ui.message("not-found", "Nothing to compare yet",
                           "The compare page needs two sessions in this logdir: capture the job, change it, "

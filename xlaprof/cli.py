@@ -245,14 +245,16 @@ def _analysed(path: str, args, config=None):
     """The analysis of the session at ``path``, its workers analysed where ``args`` say."""
     from xlaprof.analysis import analyze
     from xlaprof.pods import analysis_tasks
-    from xlaprof.session import Session
+    from xlaprof.session import newest_readable
 
-    session = Session.open(path)
-    with analysis_tasks(len(session.workers), scheduler=args.scheduler, jobs=args.jobs,
-                        capture_bytes=session.capture_bytes) as run_tasks:
-        if run_tasks is None:
-            session.read(progress=True)
-        return analyze(session, config, run_tasks=run_tasks)
+    def analysed(session):
+        with analysis_tasks(len(session.workers), scheduler=args.scheduler, jobs=args.jobs,
+                            capture_bytes=session.capture_bytes) as run_tasks:
+            if run_tasks is None:
+                session.read(progress=True)
+            return analyze(session, config, run_tasks=run_tasks)
+
+    return newest_readable(path, analysed)  # a logdir's newest run that reads; newer ones skipped, said
 
 
 def run() -> None:
@@ -374,10 +376,11 @@ def _diff(args) -> int:
 def _export(args) -> int:
     from xlaprof.analysis import AnalysisConfig, analyze
     from xlaprof.export import check_output, export_trace
-    from xlaprof.session import Session
+    from xlaprof.session import newest_readable
 
     check_output(args.output, args.format)  # a bad output fails before the session is read
-    result = analyze(Session.load(args.path, progress=True), AnalysisConfig(debug_file=args.debug_file))
+    config = AnalysisConfig(debug_file=args.debug_file)
+    result = newest_readable(args.path, lambda session: analyze(session.read(progress=True), config))
     model = export_trace(result, args.output, args.format)
     print(f"{args.output}: {model.slice_count:,} slices and {len(model.instants)} findings on {len(model.tracks)} "
           f"tracks ({args.format})")

@@ -8,8 +8,9 @@ Contract:
   is served from memory; otherwise the session is read and analysed once, however many requests
   ask at the same moment (one lock per run directory). At most ``max_sessions`` analyses are kept,
   least recently used evicted first.
-- A session that cannot be loaded raises ``SessionLoadError`` with one clear line; the failure is
-  cached under the same identity, so a broken capture is not re-read per request either.
+- A session that cannot be loaded raises ``SessionLoadError`` with one clear line, logged once as
+  a warning naming the run and why; the failure is cached under the same identity, so a broken
+  capture is not re-read (nor logged again) per request either.
 - A session whose capture files add up to more than ``max_session_bytes`` is refused unread.
 - ``CachedAnalysis.derived(key, build)`` memoizes data derived from the analysis (timeline lanes,
   table columns) for the entry's lifetime.
@@ -120,6 +121,7 @@ class AnalysisCache:
         try:
             return CachedAnalysis(run_dir, identity, self._analyze(run_dir))
         except XlaprofError as exc:
+            log.warning("session %s cannot be read: %s", storage.basename(run_dir), exc)
             return CachedAnalysis(run_dir, identity, None, str(exc))
         except Exception as exc:  # a bug in xlaprof must cost one session, not the dashboard
             log.exception("analysing %s failed", run_dir)

@@ -48,7 +48,7 @@ from xlaprof.analysis.worker_comparison import WorkerComparison, compare_workers
 from xlaprof.analysis.worker_summary import GapRow, WorkerSummary, summarize_worker, worker_gap_rows
 from xlaprof.errors import BadProfileError
 from xlaprof.hlo import HloModules, hlo_modules
-from xlaprof.session import Session, Worker, storage
+from xlaprof.session import Session, Worker, newest_readable, storage
 from xlaprof.session.layout import debug_file_name
 from xlaprof.session.manifest import WorkerStatus
 from xlaprof.xspace.metrics import MetricsDelta, window_metrics
@@ -262,9 +262,10 @@ def analyze(session: Session | str | os.PathLike, config: AnalysisConfig | None 
     ``findings``, ``idle_by_line``, ``steps``, ``graphs``, ``ops``, ``compiles``) each convert with
     ``.to_pandas()``.
     Raises ``SessionNotFoundError`` for a path that holds no session, and ``BadProfileError``
-    when no worker's capture holds any device activity."""
+    when no worker's capture holds any device activity. A logdir's runs that cannot be read or
+    analysed are skipped for the newest that can, with a warning each (``newest_readable``)."""
     if not isinstance(session, Session):
-        session = Session.load(os.fspath(session))
+        return newest_readable(session, lambda found: analyze(found, config, run_tasks=run_tasks))
     config = config or AnalysisConfig()
     given = read_debug_file(config.debug_file) if config.debug_file else None  # one file for all workers
     analysed = None

@@ -10,8 +10,9 @@ Contract:
 - ``list_sessions(logdir)`` lists complete sessions, newest first. A run directory being written
   is staged under a dot-name and renamed when whole, so it is never listed half-written. A run
   that cannot be read (a manifest that ``read_manifest`` refuses, a capture file that is no
-  regular file or leads nowhere, a run that is a symlink loop) is listed all the same, with its
-  one-line ``error`` (and ``manifest == {}``): one bad run never hides the others. Nothing is
+  regular file or leads nowhere, a run that is a symlink loop, a manifest without a capture) is
+  listed all the same, with its one-line ``error`` (and ``manifest == {}``): one bad run never
+  hides the others. A directory with neither a capture nor a manifest is no run. Nothing is
   opened but the manifests; capture files are only checked (``storage.check_file``).
 - ``new_run_name`` never returns the name of an existing or staged run: a capture never
   overwrites another. It raises ``ValueError`` for a name that is not letters, digits, ``_-.``.
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from xlaprof.errors import XlaprofError
 from xlaprof.session import storage
-from xlaprof.session.manifest import read_manifest
+from xlaprof.session.manifest import MANIFEST_NAME, read_manifest
 
 XPLANE_SUFFIX = ".xplane.pb"
 DEBUG_FILE_SUFFIX = ".pt_xla_debug.txt"
@@ -111,6 +112,9 @@ def list_sessions(logdir: str) -> list[SessionSummary]:
             found.append(SessionSummary(run_dir, run, _lmtime(run_dir), [], {}, str(exc)))
             continue
         if not files:
+            if storage.exists(storage.join(run_dir, MANIFEST_NAME)):  # a session whose captures are gone
+                found.append(SessionSummary(run_dir, run, _lmtime(run_dir), [], {},
+                                            f"{run_dir}: a manifest ({MANIFEST_NAME}) but no {XPLANE_SUFFIX} capture"))
             continue
         workers = [f[: -len(XPLANE_SUFFIX)] for f in files]
         try:

@@ -9,22 +9,40 @@ Contract:
 - Hostile files: ``open`` checks every capture file (``storage.check_file``: a regular file, not a
   FIFO, device, directory or broken symlink, readable, at most ``max_capture_bytes``, by default
   ``capture_size_limit()``: ``XLAPROF_MAX_CAPTURE_SIZE`` or 8 GiB) before anything reads it, and the
-  manifest field by field (``manifest.read_manifest``). A logdir opens its newest *readable*
-  session: newer runs that cannot be read are skipped, each with a warning naming it and why.
+  manifest field by field (``manifest.read_manifest``).
+- One rule for a logdir's bad runs: ``newest_readable(path, attempt)`` returns ``attempt(session)``
+  for the session at ``path``; for a logdir, of its newest run for which that works. A run that
+  the listing finds unreadable (a bad manifest, a FIFO, a manifest without a capture) or whose
+  ``Session.open`` or ``attempt`` raises ``BadProfileError`` (a corrupt, truncated or empty
+  capture, nothing to analyse) is skipped, and once a readable one is found each skipped run is
+  logged as one warning naming it and why; when none is readable, one ``BadProfileError`` naming
+  the logdir and why its newest run failed. ``attempt`` is all the work the caller does with the
+  session (read it, analyse it: wherever that runs, a Dask worker's error comes back here), so
+  ``Session.load``, ``Session.open``, ``analyze`` and every command reading a logdir follow it.
+  A session directory or a file is what it names: its errors are raised as they are.
 """
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from xlaprof.errors import BadProfileError, SessionNotFoundError, XlaprofError
 from xlaprof.session import storage
-from xlaprof.session.layout import XPLANE_SUFFIX, is_capture_file, list_sessions, worker_identity
+from xlaprof.session.layout import (
+    XPLANE_SUFFIX,
+    SessionSummary,
+    is_capture_file,
+    list_sessions,
+    worker_identity,
+)
 from xlaprof.session.manifest import read_manifest
 from xlaprof.xspace.reader import XSpaceData, read_xspace_file
 
 log = logging.getLogger("xlaprof")
+T = TypeVar("T")
 
 CAPTURE_SIZE_ENV = "XLAPROF_MAX_CAPTURE_SIZE"
 DEFAULT_MAX_CAPTURE_BYTES = 8 * 2**30
@@ -91,28 +109,27 @@ class Session:
         ``path`` is a session directory, a logdir (its newest readable session) or one
         ``.xplane.pb`` file, local or an fsspec URL. With ``progress`` a bar in MB shows on a
         terminal. Raises ``SessionNotFoundError`` or ``BadProfileError`` with one line naming the file."""
-        return cls.open(path, max_capture_bytes=max_capture_bytes).read(progress=progress)
+        return newest_readable(path, lambda session: session.read(progress=progress),
+                               max_capture_bytes=max_capture_bytes)
 
     @classmethod
     def open(cls, path: str, *, max_capture_bytes: int | None = None) -> Session:
         """The session's layout and manifest, without reading the captures (see ``read``); every
-        capture file checked (a regular file within the size limit)."""
-        path = str(path)
-        if not storage.lexists(path):
-            raise SessionNotFoundError(f"{path}: no such file or directory")
-        if not storage.is_url(path) and not os.path.exists(path):
-            storage.check_file(path)  # a symlink that loops or leads nowhere: says which
+        capture file checked (a regular file within the size limit). A logdir: its newest run
+        that opens (``newest_readable``)."""
+        return newest_readable(path, lambda session: session, max_capture_bytes=max_capture_bytes)
+
+    @classmethod
+    def _open_one(cls, path: str, max_capture_bytes: int | None) -> Session:
+        """The session of a run directory or a capture file (``_runs(path)`` found it one)."""
         if not storage.isdir(path):
-            if not path.endswith(XPLANE_SUFFIX):
-                raise SessionNotFoundError(f"{path}: not a session directory, logdir or {XPLANE_SUFFIX} file")
             session = cls(path, storage.basename(path), {}, [_worker(path, {})], max_capture_bytes)
         else:
-            run_dir = _resolve_run_dir(path)
-            manifest = read_manifest(run_dir)
+            manifest = read_manifest(path)
             entries = {w.get("file"): w for w in manifest.get("workers") or []}
-            files = [f for f in storage.listdir(run_dir) if is_capture_file(f)]
-            workers = [_worker(storage.join(run_dir, f), entries.get(f, {})) for f in files]
-            session = cls(run_dir, storage.basename(run_dir), manifest, workers, max_capture_bytes)
+            files = [f for f in storage.listdir(path) if is_capture_file(f)]
+            workers = [_worker(storage.join(path, f), entries.get(f, {})) for f in files]
+            session = cls(path, storage.basename(path), manifest, workers, max_capture_bytes)
         for worker in session.workers:
             session.check_capture(worker.path)
         return session
@@ -171,18 +188,45 @@ def _worker(path: str, entry: dict) -> Worker:
     return Worker(name, entry.get("host", host), entry.get("port", port), path, entry)
 
 
-def _resolve_run_dir(path: str) -> str:
-    """A directory holding captures, or a logdir: then its newest complete run."""
-    if any(f.endswith(XPLANE_SUFFIX) for f in storage.listdir(path)):
-        return path
+def newest_readable(path: str | os.PathLike, attempt: Callable[[Session], T], *,
+                    max_capture_bytes: int | None = None) -> T:
+    """``attempt(session)`` of the session at ``path``; of a logdir, its newest run for which
+    that works, the newer ones skipped with a warning each (the module's one rule)."""
+    path = str(os.fspath(path))
+    runs = _runs(path)
+    if runs is None:  # a session directory or a file: what it names
+        return attempt(Session._open_one(path, max_capture_bytes))
+    skipped = []
+    for run in runs:
+        try:
+            if run.error is not None:
+                raise BadProfileError(run.error)
+            result = attempt(Session._open_one(run.path, max_capture_bytes))
+        except BadProfileError as exc:
+            skipped.append((run.run, str(exc)))
+            continue
+        for name, why in skipped:
+            log.warning("skipping session %s, which cannot be read: %s", name, why)
+        return result
+    raise BadProfileError(f"{path}: no readable session here; the newest, {skipped[0][0]}: {skipped[0][1]}")
+
+
+def _runs(path: str) -> list[SessionSummary] | None:
+    """The runs of the logdir ``path``, newest first; None when ``path`` is itself a session (a
+    directory holding captures, or one capture file)."""
+    if not storage.lexists(path):
+        raise SessionNotFoundError(f"{path}: no such file or directory")
+    if not storage.is_url(path) and not os.path.exists(path):
+        storage.check_file(path)  # a symlink that loops or leads nowhere: says which
+    if not storage.isdir(path):
+        if not path.endswith(XPLANE_SUFFIX):
+            raise SessionNotFoundError(f"{path}: not a session directory, logdir or {XPLANE_SUFFIX} file")
+        return None
+    if any(is_capture_file(f) for f in storage.listdir(path)):
+        return None
     sessions = list_sessions(path)
     if not sessions:
         raise SessionNotFoundError(
             f"{path}: no profile sessions here (expected {XPLANE_SUFFIX} files, or a logdir "
             f"with plugins/profile/<run>/)")
-    readable = next((s for s in sessions if s.error is None), None)
-    if readable is None:
-        raise BadProfileError(f"{path}: no readable session here; the newest: {sessions[0].error}")
-    for skipped in sessions[: sessions.index(readable)]:
-        log.warning("skipping session %s, which cannot be read: %s", skipped.run, skipped.error)
-    return readable.path
+    return sessions
