@@ -179,18 +179,19 @@ def flame_figure(flame: Flame) -> go.Figure:
 
 
 def cause_bars(view: CompareView) -> go.Figure:
-    """Busy and idle time by cause of the two sessions, side by side."""
+    """Busy and idle time by cause of the two sessions, side by side, per step (``view.unit``)."""
     fig = go.Figure()
     names = [label(c) for c in view.causes]
     for side, values in (("before", view.before_ms), ("after", view.after_ms)):
         fig.add_trace(go.Bar(x=names, y=values, name=side, marker_color=SIDES[side],
-                             hovertemplate=f"{side}: %{{y:.2f}} ms<extra>%{{x}}</extra>"))
-    fig.update_yaxes(title_text="device time (ms, summed over devices)")
+                             hovertemplate=f"{side}: %{{y:.3f}} ms {view.unit}<extra>%{{x}}</extra>"))
+    fig.update_yaxes(title_text=f"device time {view.unit} (ms)")
     return _layout(fig, 340, barmode="group")
 
 
 def step_distributions(view: CompareView) -> go.Figure:
-    """The two sessions' step times as overlaid histograms on shared bins."""
+    """The two sessions' step times as overlaid histograms on shared bins, each normalized to its
+    share of steps (a window of 39 steps is as visible as one of 2,836)."""
     fig = go.Figure()
     edges = view.bin_edges_ms
     if edges.size:
@@ -200,10 +201,11 @@ def step_distributions(view: CompareView) -> go.Figure:
             # far outliers are drawn in the last bin (its hover says from where)
             shown = np.minimum(values, edges[-1] - size / 2) if view.overflow_ms is not None else values
             fig.add_trace(go.Histogram(x=shown, name=f"{side} ({values.size} steps)", xbins=bins, autobinx=False,
-                                       marker_color=SIDES[side], opacity=0.6,
-                                       hovertemplate=f"{side}: %{{y}} steps of %{{x}} ms<extra></extra>"))
+                                       histnorm="percent", marker_color=SIDES[side], opacity=0.6,
+                                       hovertemplate=f"{side}: %{{y:.1f}}% of its {values.size:,} steps at "
+                                                     f"%{{x}} ms<extra></extra>"))
     fig.update_xaxes(title_text="step time (ms)")
-    fig.update_yaxes(title_text="steps")
+    fig.update_yaxes(title_text="share of steps (%)")
     return _layout(fig, 320, barmode="overlay")
 
 

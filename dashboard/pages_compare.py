@@ -4,8 +4,10 @@ Contract: ``layout(state, search)`` builds the page at ``/compare``: two pickers
 sessions that read (a bad run is not offered; ``compare-before``, ``compare-after``), set from ``?before=RUN&after=RUN`` (a run the
 logdir does not list falls back to the default pair: the second newest before, the newest
 after), and the body (``compare-body``): the verdict (``compare-verdict``, the line ``xlaprof
-diff`` prints), the step-time figures with their intervals, the busy and idle time by cause of
-both side by side (``compare-causes``), their step-time distributions overlaid
+diff`` prints), the step-time figures with their intervals, the steps each window held and its
+idle time per step and per second (``compare-rate-lines``), the busy and idle time by cause of
+both side by side per step (``compare-causes``; per second of window without steps), their
+step-time distributions overlaid as shares of their steps, with the counts in the key
 (``compare-steps``), and the findings matched across them (``compare-findings``: resolved, new,
 changed first). With fewer than two sessions, a message says what to capture. ``register(app,
 state)``: picking another session redraws the body; a session that cannot be loaded shows its
@@ -60,11 +62,12 @@ def _body(state: AppState, before: object, after: object) -> list:
     return [
         html.P(view.verdict, id="compare-verdict", className="verdict"),
         html.Ul([html.Li(line) for line in view.step_lines], id="compare-step-lines", className="muted"),
+        html.Ul([html.Li(line) for line in view.rate_lines], id="compare-rate-lines", className="muted"),
         html.Div([
-            ui.card("Device time by cause", ui.legend(side_items("before", "after")),
+            ui.card(f"Device time by cause, {view.unit}", ui.legend(side_items("before", "after")),
                     dcc.Graph(id="compare-causes", figure=cause_bars(view).to_dict(), config=GRAPH_CONFIG),
                     class_name="card-wide"),
-            ui.card("Step time distribution",
+            ui.card("Step time distribution (share of each session's steps)",
                     ui.legend(side_items(*(f"{side} ({values.size:,} steps)" for side, values in
                                            (("before", view.step_before_ms), ("after", view.step_after_ms))))),
                     dcc.Graph(id="compare-steps", figure=step_distributions(view).to_dict(), config=GRAPH_CONFIG),

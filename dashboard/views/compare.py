@@ -2,8 +2,10 @@
 
 Contract:
 - ``compare_view(diff)`` returns a ``CompareView``: the verdict (the same line as ``xlaprof
-  diff``'s, from ``report.diff_report``), idle time by cause of each session (ms, in
-  ``attribution`` order, busy time first), both sessions' per-step times (ms) with shared
+  diff``'s, from ``report.diff_report``: it leads with the per-step change), busy and idle time
+  by cause of each session per step (``unit``; per second of window when a session has no steps:
+  ms, in ``attribution`` order, busy time first), ``rate_lines`` (the steps each window held, idle
+  per step and per second of window), both sessions' per-step times (ms) with shared
   histogram bin edges so their distributions overlay (``step_bins``), the step-time figures (median and p90 with
   their intervals, as text), and one row per matched finding that moved (resolved, new, changed;
   unchanged ones last) for ``grid.table_grid``.
@@ -27,7 +29,7 @@ from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.query import query_values
 from xlaprof.analysis.session_diff import SessionDiff
 from xlaprof.report.diff_report import diff_json
-from xlaprof.units import format_duration, format_interval, format_percent_change
+from xlaprof.units import format_duration, format_duration_change, format_interval, format_percent_change
 
 MAX_BINS = 60  # bars of each step-time histogram at most
 OUTLIER_IQR = 3.0  # steps beyond Q3 + this many IQRs go to the last bin, so they do not widen every bin
@@ -39,8 +41,10 @@ class CompareView:
     after: str
     verdict: str
     causes: list[str]  # "busy", then the idle causes
-    before_ms: list[float]  # per entry of causes, device time summed over devices
+    unit: str  # what before_ms/after_ms are per: "per step", or "per second of window" (a session without steps)
+    before_ms: list[float]  # per entry of causes, device time summed over devices, per ``unit``
     after_ms: list[float]
+    rate_lines: list[str]  # the steps and windows, and idle per step and per second, before -> after
     step_before_ms: np.ndarray  # per-step times
     step_after_ms: np.ndarray
     bin_edges_ms: np.ndarray  # shared by both histograms (empty without steps)
@@ -52,15 +56,30 @@ class CompareView:
 def compare_view(diff: SessionDiff) -> CompareView:
     data = diff_json(diff)
     causes = ["busy", *data["idle_by_cause_us"]]
-    figures = {"busy": data["device_busy_us"], **data["idle_by_cause_us"]}
+    rates = data["per_step"] or data["per_second"]
+    figures = {"busy": rates["device_busy_us"], **rates["idle_by_cause_us"]}
     step = diff.step_time
     before_ms = step.before_us / AXIS_UNIT_US if step else np.zeros(0)
     after_ms = step.after_us / AXIS_UNIT_US if step else np.zeros(0)
     edges, overflow = step_bins(np.concatenate([before_ms, after_ms]))
     return CompareView(
         data["before"]["session"], data["after"]["session"], data["verdict"], causes,
+        "per step" if data["per_step"] else "per second of window",
         [figures[c]["before"] / AXIS_UNIT_US for c in causes], [figures[c]["after"] / AXIS_UNIT_US for c in causes],
-        before_ms, after_ms, edges, overflow, _step_lines(data["step_time"]), _finding_rows(data["findings"]))
+        _rate_lines(data), before_ms, after_ms, edges, overflow, _step_lines(data["step_time"]),
+        _finding_rows(data["findings"]))
+
+
+def _rate_lines(data: dict) -> list[str]:
+    """How much work each window held, and its idle time per step and per second of window."""
+    sides = [data[side] for side in ("before", "after")]
+    lines = ["steps: " + " -> ".join(f"{s['steps']:,} in {format_duration(s['window_us'])}" for s in sides)]
+    for name, rates in (("per step", data["per_step"]), ("per second of window", data["per_second"])):
+        if rates:
+            idle = rates["device_idle_us"]
+            lines.append(f"device idle {name}: {format_duration(idle['before'])} -> {format_duration(idle['after'])} "
+                         f"({format_duration_change(idle['delta'])})")
+    return lines
 
 
 def step_bins(values: np.ndarray) -> tuple[np.ndarray, float | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dashboard.figures import step_distributions
 from dashboard.views.compare import compare_view, default_pair, parse_pair, step_bins
 from dashboard.views.trend import trend_series
 from tests.support.synthetic import training_capture, write_before_after, write_session
@@ -13,6 +14,7 @@ from xlaprof.analysis.session_diff import diff_sessions
 from xlaprof.analysis.summary import logdir_figures
 from xlaprof.report import diff_json
 from xlaprof.session import Session
+from xlaprof.units import format_duration_change
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +29,11 @@ def test_the_compare_view_agrees_with_the_diff(diff):
                                                                              diff.after.session.path)
     assert view.causes == ["busy", "unattributed", "host_blocked", "host_tracing", "transfer_to_device", "transfer_from_device",
                            "compile"]
-    read = view.causes.index("transfer_from_device")
-    assert view.before_ms[read] == pytest.approx(diff.idle_by_cause_us["transfer_from_device"].before / 1000)
-    assert view.after_ms[read] == 0 and view.before_ms[0] == pytest.approx(diff.busy_us.before / 1000)
+    read, steps = view.causes.index("transfer_from_device"), diff.steps.before
+    assert view.unit == "per step" and steps == 60
+    assert view.before_ms[read] == pytest.approx(diff.idle_by_cause_us["transfer_from_device"].before / 1000 / steps)
+    assert view.after_ms[read] == 0 and view.before_ms[0] == pytest.approx(diff.busy_us.before / 1000 / steps)
+    assert view.rate_lines[0].startswith("steps: 60 in ") and view.rate_lines[1].startswith("device idle per step: ")
     np.testing.assert_allclose(view.step_before_ms, diff.step_time.before_us / 1000)
     # shared bins hold every step of both sessions
     for steps in (view.step_before_ms, view.step_after_ms):
@@ -113,3 +117,21 @@ def test_step_bins_follow_freedman_diaconis_and_put_far_outliers_in_the_last_bin
     assert counts[-1] == 1 and counts.sum() == steps.size and counts.max() < 0.3 * steps.size and counts[:-1].min() > 0
     assert step_bins(np.full(5, 50.0))[0].tolist() == [47.5, 52.5]  # no spread: one bin
     assert step_bins(np.zeros(0))[0].size == 0
+
+
+def test_windows_holding_different_numbers_of_steps_compare_per_step(tmp_path):
+    """One job (a read every step) captured for 10 steps, then for 60: the reads' idle time adds up
+    to 6x as much in the longer window, yet per step it is the same. The page shows it per step, the
+    verdict says so, and the step-time histograms are shares of each session's steps."""
+    before = write_session(str(tmp_path), "before", {"localhost_9012": training_capture(steps=10, devices=2, seed=1)})
+    after = write_session(str(tmp_path), "after", {"localhost_9012": training_capture(steps=60, devices=2, seed=2)})
+    diff = diff_sessions(analyze(Session.load(before)), analyze(Session.load(after)))
+    view, reads = compare_view(diff), diff.idle_by_cause_us["transfer_from_device"]
+    assert reads.after > 5 * reads.before  # the window totals: a regression that is not one
+    k = view.causes.index("transfer_from_device")
+    assert view.unit == "per step" and view.after_ms[k] == pytest.approx(view.before_ms[k], rel=0.15)
+    assert "the windows hold 10 and 60 steps, so idle time is compared per step" in view.verdict
+    assert format_duration_change(reads.delta) not in view.verdict and " per step" in view.verdict
+    histograms = [t for t in step_distributions(view).to_dict()["data"] if t["type"] == "histogram"]
+    assert [t["histnorm"] for t in histograms] == ["percent", "percent"]
+    assert [t["name"] for t in histograms] == ["before (10 steps)", "after (60 steps)"]

@@ -101,3 +101,25 @@ def test_pod_workers_pair_by_label_then_in_order_and_a_step_lasts_as_long_as_its
     text = render_diff_text(diff)
     assert "\nWorkers\n" in text and "  host-a:9012 -> host-c:9012: median step" in text
     assert "  only before: host-z:9012\n" in text
+
+
+def test_idle_is_compared_per_step_and_per_second_beside_the_window_totals(tmp_path):
+    """Windows of 10 and 60 steps: per step and per second are the totals over the steps and the
+    seconds; the text report shows the three tables, per step first."""
+    before = analyze(Session.load(write_session(str(tmp_path), "b", {"localhost_9012": training_capture(
+        steps=10, devices=2, seed=1)})))
+    after = analyze(Session.load(write_session(str(tmp_path), "a", {"localhost_9012": training_capture(
+        steps=60, devices=2, read_every=0, seed=2)})))
+    data = diff_json(diff_sessions(before, after))
+    per_step, per_second = data["per_step"], data["per_second"]
+    assert (per_step["steps"]["before"], per_step["steps"]["after"]) == (10, 60)
+    for side, analysis, steps in (("before", before, 10), ("after", after, 60)):
+        for cause, us in analysis.idle_by_cause.items():
+            assert per_step["idle_by_cause_us"][cause][side] == pytest.approx(us / steps, abs=1e-3)
+            assert per_second["idle_by_cause_us"][cause][side] == pytest.approx(us / analysis.window_us * 1e6, abs=1e-3)
+        assert per_step["device_idle_us"][side] == pytest.approx(analysis.idle_us / steps, abs=1e-2)
+    text = render_diff_text(diff_sessions(before, after))
+    tables = [text.index(t) for t in ("Device time per step (10 -> 60 steps)", "Device time per second of window",
+                                      "Device time, window totals")]
+    assert tables == sorted(tables)
+    assert diff_json(diff_sessions(before, before))["per_step"]["steps"]["delta"] == 0

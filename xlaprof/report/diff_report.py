@@ -12,7 +12,12 @@ one-line answer, ``report.verdict``), ``step_time`` (null without steps: ``steps
 changed or unchanged; ``kind``, ``span``, ``source``, ``lost_us`` and ``count`` as changes, and
 the finding itself ``before``/``after`` as in ``analyze --json``, null where absent), ``workers``
 (per pair of workers of a pod; empty for one worker on each side), ``unpaired_workers`` and
-``budgets`` (each ``budget``, ``exceeded``, ``message``). Versioned as ``analyze --json``
+``budgets`` (each ``budget``, ``exceeded``, ``message``).
+Added (issue 30), so that windows holding different numbers of steps compare: ``per_step`` (null
+unless both sessions have steps): ``steps`` and, per step, ``device_busy_us``, ``device_idle_us``
+and ``idle_by_cause_us`` (the window's time, summed over devices and workers, over its steps: what
+one step of the job costs, the time between steps included); ``per_second``: ``device_busy_us``, ``device_idle_us``
+and ``idle_by_cause_us`` per second of window. The verdict reads them. Versioned as ``analyze --json``
 (``json_contract``: ``schema_version``, rounded times, paths relative to ``source_root``); the
 published schema is ``schemas/diff.schema.json``.
 """
@@ -46,6 +51,8 @@ def diff_json(diff: SessionDiff, budgets: list[BudgetResult] = (), source_root: 
         "workers": [_worker_json(w, config.level, method) for w in diff.workers],
         "unpaired_workers": diff.unpaired,
         "budgets": [{"budget": r.budget.text, "exceeded": r.exceeded, "message": r.message} for r in budgets],
+        "per_step": _per_step_json(diff),
+        "per_second": _rates_json(*(_rates(side, side.window_us / 1e6) for side in (diff.before, diff.after))),
     }
     return finalize({"verdict": verdict(data), **data}, source_root)
 
@@ -68,6 +75,27 @@ def _session_json(analysis: SessionAnalysis, steps: int) -> dict:
     return {"session": analysis.session.path, "workers": [w.worker.label for w in analysis.summaries],
             "window_us": analysis.window_us, "steps": int(steps),
             "event_count": analysis.event_count}
+
+
+def _per_step_json(diff: SessionDiff) -> dict | None:
+    steps = diff.steps
+    if not steps.before or not steps.after:
+        return None
+    before, after = (_rates(side, n) for side, n in ((diff.before, steps.before), (diff.after, steps.after)))
+    return {"steps": change_json(steps), **_rates_json(before, after)}
+
+
+def _rates(analysis: SessionAnalysis, per: float) -> dict[str, float]:
+    """The window's device time over ``per`` (its steps, or its seconds): "busy" and each cause."""
+    rate = (lambda us: us / per) if per > 0 else (lambda us: 0.0)
+    return {"busy": rate(analysis.busy_us), **{c: rate(us) for c, us in analysis.idle_by_cause.items()}}
+
+
+def _rates_json(before: dict[str, float], after: dict[str, float]) -> dict:
+    causes = [c for c in before if c != "busy"]
+    return {"device_busy_us": change_json(Change(before["busy"], after["busy"])),
+            "device_idle_us": change_json(Change(sum(before[c] for c in causes), sum(after.get(c, 0.0) for c in causes))),
+            "idle_by_cause_us": {c: change_json(Change(before[c], after.get(c, 0.0))) for c in causes}}
 
 
 def _step_time_json(step: StepTimeChange | None, level: float, method: str) -> dict | None:

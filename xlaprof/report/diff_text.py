@@ -2,7 +2,8 @@
 
 Contract: ``render_diff_text(diff, budgets, top=10, source_root=None)`` returns plain text (no colour codes, fits
 100 columns) rendered from ``diff_json`` (so text and JSON never disagree): the two sessions,
-the verdict, step time (median and p90 with their confidence intervals), device idle by cause,
+the verdict, step time (median and p90 with their confidence intervals), device time by cause per
+step (when both sessions have steps), per second of window and as window totals,
 compiles and reads, the findings that were resolved, are new or changed (``top`` of each), per
 pair of workers of a pod, and the budgets checked. Times by
 ``xlaprof.units.format_duration``; paths under ``source_root`` relative to it.
@@ -38,8 +39,8 @@ def render_diff_text(diff: SessionDiff, budgets: list[BudgetResult] = (), top: i
     out.append(f"\n{data['verdict']}\n")
     window = data["window_us"]
     if window["relative"] is not None and abs(window["relative"]) > WINDOW_MISMATCH:
-        out.append(f"note: the windows differ ({_t(window['before'])} vs {_t(window['after'])}): idle times are "
-                   f"totals over each window, so compare the idle share and step times\n")
+        out.append(f"note: the windows differ ({_t(window['before'])} vs {_t(window['after'])}): window totals do not "
+                   f"compare; the per-step and per-second tables do\n")
     out += _step_lines(data["step_time"])
     out += _idle_lines(data)
     out.append(rule("Compiles and reads"))
@@ -69,13 +70,26 @@ def _step_lines(step: dict | None) -> list[str]:
 
 
 def _idle_lines(data: dict) -> list[str]:
-    out = [rule("Device idle by cause")]
-    out.append(f"  {'cause':<22}{'before':>12}{'after':>12}{'change':>13}\n")
-    rows = sorted(data["idle_by_cause_us"].items(), key=lambda kv: -abs(kv[1]["delta"]))
-    for cause, c in rows + [("total idle", data["device_idle_us"]), ("busy", data["device_busy_us"])]:
-        out.append(f"  {cause:<22}{_t(c['before']):>12}{_t(c['after']):>12}{format_duration_change(c['delta']):>13}\n")
+    """Idle by cause per step (when both sessions have steps), per second of window, then the
+    window totals (which compare only when the windows hold the same work)."""
+    out = []
+    per_step = data["per_step"]
+    if per_step:
+        steps = per_step["steps"]
+        out += _cause_table(f"Device time per step ({steps['before']:,.0f} -> {steps['after']:,.0f} steps)", per_step)
+    out += _cause_table("Device time per second of window", data["per_second"])
+    out += _cause_table("Device time, window totals", data)
     share = data["idle_share"]
     out.append(f"  idle share {100 * share['before']:.1f}% -> {100 * share['after']:.1f}%\n")
+    return out
+
+
+def _cause_table(title: str, figures: dict) -> list[str]:
+    """Idle by cause (the largest change first), total idle and busy time: before, after, change."""
+    out = [rule(title), f"  {'cause':<22}{'before':>12}{'after':>12}{'change':>13}\n"]
+    rows = sorted(figures["idle_by_cause_us"].items(), key=lambda kv: -abs(kv[1]["delta"]))
+    for cause, c in rows + [("total idle", figures["device_idle_us"]), ("busy", figures["device_busy_us"])]:
+        out.append(f"  {cause:<22}{_t(c['before']):>12}{_t(c['after']):>12}{format_duration_change(c['delta']):>13}\n")
     return out
 
 

@@ -6,7 +6,11 @@ largest change first (at most ``MAX_CAUSES``, each at least ``MIN_SHARE`` of the
 and ``MIN_CHANGE_US``), and the finding whose lost time moved most (resolved, new or changed)
 told after its own cause's change, e.g. ``step time -22.0% (95% CI -25.1%..-19.0%);
 transfer_from_device idle -1.60 s: the read at log_loss (train.py:44) is gone; host_tracing idle
-+310.0 ms``. Where nothing moved, ``device idle time unchanged``.
++310.0 ms``. Where nothing moved, ``device idle time unchanged``. When both sessions have steps
+(``data["per_step"]``), the causes and the finding are told per step (``host_tracing idle -2.1 ms
+per step``; a change is named from ``MIN_STEP_CHANGE_US``), and windows whose step counts differ
+by more than ``STEPS_MISMATCH`` are said to (``the windows hold 39 and 2,836 steps, so idle time
+is compared per step``): window totals of such windows do not compare.
 
 ``session_verdict(data)`` is the one-sentence answer of one session that the text report and the
 dashboard's session page both open with. It reads the keys ``device_busy_us``, ``device_idle_us``,
@@ -39,25 +43,39 @@ NOUNS = {"transfer_from_device": "read", "transfer_to_device": "input transfer",
 
 MAX_CAUSES = 3  # idle causes named in a verdict
 MIN_SHARE = 0.1  # a cause is named when its change is at least this share of the largest change...
-MIN_CHANGE_US = 1000.0  # ...and at least this much
+MIN_CHANGE_US = 1000.0  # ...and at least this much (window totals)
+MIN_STEP_CHANGE_US = 10.0  # ...or this much per step
+STEPS_MISMATCH = 0.10  # windows whose step counts differ by more than this share are said to
 
 
 def verdict(data: dict) -> str:
-    moved = {cause: c["delta"] for cause, c in data["idle_by_cause_us"].items()}
+    per_step = data.get("per_step")  # both sessions have steps: idle is compared per step
+    by_cause = (per_step or data)["idle_by_cause_us"]
+    unit, floor = (" per step", MIN_STEP_CHANGE_US) if per_step else ("", MIN_CHANGE_US)
+    moved = {cause: c["delta"] for cause, c in by_cause.items()}
     largest = max((abs(d) for d in moved.values()), default=0.0)
-    causes = sorted((c for c, d in moved.items() if abs(d) >= max(MIN_SHARE * largest, MIN_CHANGE_US)),
+    causes = sorted((c for c, d in moved.items() if abs(d) >= max(MIN_SHARE * largest, floor)),
                     key=lambda c: -abs(moved[c]))[:MAX_CAUSES]
     timed = [f for f in data["findings"] if f["status"] != "unchanged" and f["lost_us"]["delta"] != 0]
+    steps = (per_step["steps"]["before"], per_step["steps"]["after"]) if per_step else None
     told: dict[str, str] = {}
     if timed:  # the finding whose lost time moved most says what the change did, after its cause
         f = max(timed, key=lambda f: abs(f["lost_us"]["delta"]))
         cause = _cause_of(f["kind"])
-        told[cause] = _finding_part(f)
+        told[cause] = _finding_part(f, steps)
         if cause not in causes:
             causes.append(cause)
-    parts = [f"{c} idle {format_duration_change(moved.get(c, 0.0))}" + (f": {told[c]}" if c in told else "")
+    parts = [f"{c} idle {format_duration_change(moved.get(c, 0.0))}{unit}" + (f": {told[c]}" if c in told else "")
              for c in causes]
-    return "; ".join([_step_part(data["step_time"]), *(parts or ["device idle time unchanged"])])
+    return "; ".join([_step_part(data["step_time"]), *_steps_note(steps),
+                      *(parts or ["device idle time unchanged"])])
+
+
+def _steps_note(steps: tuple[float, float] | None) -> list[str]:
+    """Said when the two windows hold different numbers of steps (their totals do not compare)."""
+    if not steps or min(steps) <= 0 or max(steps) / min(steps) - 1 <= STEPS_MISMATCH:
+        return []
+    return [f"the windows hold {steps[0]:,.0f} and {steps[1]:,.0f} steps, so idle time is compared per step"]
 
 
 def _step_part(step: dict | None) -> str:
@@ -71,13 +89,16 @@ def _step_part(step: dict | None) -> str:
         f"step time unchanged within noise: {change} ({interval})"
 
 
-def _finding_part(f: dict) -> str:
+def _finding_part(f: dict, steps: tuple[float, float] | None = None) -> str:
+    """What happened to a finding: its lost time per step where ``steps`` (before, after) are given."""
     noun, where, lost = NOUNS.get(f["kind"], f["kind"]), _where(f), f["lost_us"]
+    before, after, unit = ((lost["before"] / steps[0], lost["after"] / steps[1], " per step") if steps
+                           else (lost["before"], lost["after"], ""))
     if f["status"] == "resolved":
         return f"the {noun} {where} is gone"
     if f["status"] == "new":
-        return f"a new {noun} {where} costs {format_duration(lost['after'])}"
-    return f"the {noun} {where} went from {format_duration(lost['before'])} to {format_duration(lost['after'])}"
+        return f"a new {noun} {where} costs {format_duration(after)}{unit}"
+    return f"the {noun} {where} went from {format_duration(before)} to {format_duration(after)}{unit}"
 
 
 def _where(f: dict, source: str | None = None) -> str:
