@@ -9,7 +9,7 @@ directory, then, each in a fresh process, prints wall time and peak RSS of
   analyze   ``xlaprof analyze PATH --json`` end to end, as a person runs it
 Target (issue 20): a 2 GB capture analyses within about 1 GB (before: the file was read whole,
 2.1 GB peak for reading alone; then, read in pieces, analysed in 2,143 MB; now in about 530 MB:
-README, "One large capture, bounded memory").
+docs/performance.md, "One large capture, bounded memory").
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The JSON report of ``xlaprof analyze --json``: the contract other tools rely on, built here only.
 
 Contract: ``analysis_json(analysis)`` returns one JSON-ready dict with at least the keys of
-docs/ARCHITECTURE.md's contract (times in microseconds of device time, summed over devices;
+docs/json-contract.md (times in microseconds of device time, summed over devices;
 ``idle_by_cause_us`` adds up to ``device_idle_us``): session, workers, window_us,
 device_busy_us, device_idle_us, idle_by_cause_us, compiles, transfers_from_device, gaps (the
 ``config.top_gaps`` largest pieces, in worker/device/time order), gaps_total, findings (ranked),
