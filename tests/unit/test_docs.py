@@ -12,8 +12,10 @@ import pytest
 
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
+from xlaprof.analysis.session_diff import diff_sessions
 from xlaprof.cli import build_parser
 from xlaprof.report.causes import idle_causes
+from xlaprof.report.diff_report import diff_json
 from xlaprof.report.json_report import analysis_json
 from xlaprof.session import Session
 
@@ -40,10 +42,12 @@ def test_every_option_of_every_command_is_in_the_guide(command):
     assert missing == [], f"xlaprof {command}: options not in docs/guide.md"
 
 
+def analysed(logdir: Path, run: str, **capture):
+    return analyze(Session.load(write_session(str(logdir), run, {"localhost_9012": training_capture(**capture)})))
+
+
 def test_every_key_of_a_report_and_every_cause_is_in_the_contract(tmp_path):
-    run = write_session(str(tmp_path), "run", {"localhost_9012": training_capture(steps=6, devices=2, read_every=2,
-                                                                                   recompile_every=3)})
-    report = analysis_json(analyze(Session.load(run)))
+    report = analysis_json(analysed(tmp_path, "run", steps=6, devices=2, read_every=2, recompile_every=3))
     contract = text("docs/json-contract.md")
     missing = [k for k in report if f"`{k}`" not in contract]
     assert missing == []
@@ -53,6 +57,17 @@ def test_every_key_of_a_report_and_every_cause_is_in_the_contract(tmp_path):
     for name in ("compiles", "transfers_from_device"):
         assert [k for k in report[name] if not re.search(rf"\b{k}\b", contract)] == [], name
     assert [c for c in idle_causes() if f"`{c}`" not in contract] == []
+
+
+def test_every_key_of_a_diff_report_is_in_the_contract(tmp_path):
+    diff = diff_json(diff_sessions(analysed(tmp_path, "before", steps=6, read_every=1),
+                                   analysed(tmp_path, "after", steps=6, read_every=3)))
+    section = text("docs/json-contract.md").split("## `diff --json`")[1].split("\n## ")[0]
+    nested = {k: v for k, v in diff.items() if isinstance(v, dict) and k not in ("idle_by_cause_us",)}
+    missing = [k for k in diff if f"`{k}`" not in section]
+    missing += [f"{k}.{sub}" for k, v in nested.items() for sub in v
+                if not {"before", "after", "delta", "relative"} >= set(v) and not re.search(rf"\b{sub}\b", section)]
+    assert missing == []
 
 
 def test_the_readme_names_every_cause_in_its_table():
