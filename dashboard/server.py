@@ -9,7 +9,8 @@ otherwise, prints the URL to open (of ``start_page``, a path below the root) onc
 Dash's, Flask's or Werkzeug's start-up banners, and prints a warning on stderr when the address is
 reachable from other machines (the dashboard has no authentication). A missing
 ``dash`` raises ``MissingExtraError`` naming the install command; an address it cannot listen on
-(``check_port``) raises ``XlaprofError`` before anything else happens.
+(``check_port``), a bad Dask scheduler address or connect timeout (``xlaprof.pods``) raise
+``XlaprofError`` before anything else happens.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import sys
 import threading
 
 from xlaprof.errors import MissingExtraError, XlaprofError
+from xlaprof.pods import connect_timeout_s, scheduler_address
 
 
 def is_loopback(host: str) -> bool:
@@ -52,6 +54,8 @@ def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050, start_page:
     except ImportError as exc:
         raise MissingExtraError("The dashboard", exc.name or "dash", "dashboard") from None
     check_port(host, port)
+    scheduler_address(scheduler)  # a bad scheduler address or connect timeout: one line now, not per request
+    connect_timeout_s()
     app = create_app(logdir, AppState(str(logdir), AnalysisCache(scheduler=scheduler)))
     if not is_loopback(host):
         print(f"xlaprof: warning: the dashboard listens on {host}, reachable from other machines, and has "

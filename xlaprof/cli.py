@@ -29,6 +29,7 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 DEFAULT_LOGDIR = "xlaprof-logs"
 # The environment variables the read limits travel in (xlaprof.session.model, xlaprof.session.storage).
 CAPTURE_SIZE_ENV, REMOTE_TIMEOUT_ENV = "XLAPROF_MAX_CAPTURE_SIZE", "XLAPROF_REMOTE_TIMEOUT"
+DASK_TIMEOUT_ENV = "XLAPROF_DASK_TIMEOUT"  # the Dask scheduler's connect timeout (xlaprof.pods checks it)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -211,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--scheduler", default=None, metavar="ADDRESS",
                       help="analyse on this Dask cluster, e.g. tcp://HOST:8786 (default: $XLAPROF_DASK_SCHEDULER, "
                            "else in this process)")
+    _scheduler_timeout(dash)
     _add_read_limits(dash)
 
     demo = sub.add_parser("demo", help="run a sample workload on the CPU XLA device, capture, analyse, serve",
@@ -229,6 +231,7 @@ def _cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="analyse the workers on this Dask cluster, e.g. tcp://HOST:8786 "
                              "(default: $XLAPROF_DASK_SCHEDULER, else a local cluster for a session of several workers)")
+    _scheduler_timeout(parser)
     parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
                         help="processes of the local cluster; 1 analyses in this process "
                              "(default: one per core, at most one per worker; in this process below 256 MiB of captures)")
@@ -239,6 +242,12 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
     return value
+
+
+def _scheduler_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scheduler-timeout", default=None, metavar="SECONDS",
+                        help=f"give up on a scheduler that does not accept and answer within this "
+                             f"(default: 5, or {DASK_TIMEOUT_ENV})")
 
 
 def _analysed(path: str, args, config=None):
@@ -305,7 +314,8 @@ def _logging(verbose: bool) -> None:
 
 
 def _hand_on_read_limits(args) -> None:
-    for option, variable in (("max_capture_size", CAPTURE_SIZE_ENV), ("remote_timeout", REMOTE_TIMEOUT_ENV)):
+    for option, variable in (("max_capture_size", CAPTURE_SIZE_ENV), ("remote_timeout", REMOTE_TIMEOUT_ENV),
+                             ("scheduler_timeout", DASK_TIMEOUT_ENV)):
         value = getattr(args, option, None)
         if value is not None:
             os.environ[variable] = str(value)

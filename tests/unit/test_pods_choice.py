@@ -4,6 +4,8 @@ than it saves there, measured by bench/bench_pods.py), else on a cluster (starte
 tests/cli/test_pods_dask.py, which checks that path)."""
 from __future__ import annotations
 
+import os
+
 from xlaprof.pods import LOCAL_CLUSTER_MIN_BYTES, analysis_tasks, local_processes
 
 
@@ -18,6 +20,13 @@ def test_small_sessions_one_worker_and_jobs_1_stay_in_this_process():
     assert _in_process(workers=64, jobs=1, capture_bytes=10 * LOCAL_CLUSTER_MIN_BYTES)
 
 
-def test_a_local_cluster_has_a_process_per_core_at_most_one_per_worker():
-    assert local_processes(workers=3, jobs=None) <= 3
-    assert local_processes(workers=64, jobs=5) == 5
+def test_a_local_cluster_has_a_process_per_core_at_most_one_per_worker(caplog):
+    cores = os.cpu_count() or 1
+    assert local_processes(workers=3, jobs=None) == min(cores, 3)
+    assert local_processes(workers=64, jobs=1) == 1 and not caplog.records
+    # More jobs than cores or workers only wait, and cost their memory: capped, with a note.
+    assert local_processes(workers=64, jobs=cores + 3) == min(cores, 64)
+    assert local_processes(workers=2, jobs=1000) == min(cores, 2)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"note: --jobs {cores + 3} capped at {cores} processes ({cores} cores, 64 workers to analyse)",
+        f"note: --jobs 1000 capped at {min(cores, 2)} processes ({cores} cores, 2 workers to analyse)"]
