@@ -2,8 +2,8 @@
 
 Contract: ``is_framework_file(path)`` is true for files of torch, torch_xla, functorch and torchgen
 (by a path component), of Python's standard library, Python's own pseudo-files (``<frozen ...>``,
-``<string>``), and of xlaprof's instrumentation in ``collectors/`` (the span and sampler code a
-stack passes through). The user's own code and third-party libraries (diffusers, transformers) are
+``<string>``), and of xlaprof itself: its worker-side modules in ``collectors/`` (the span, sampler
+and read-mark code a stack passes through; not the demo workload) and its API facade. The user's own code and third-party libraries (diffusers, transformers) are
 not framework: a line there is one the user can act on, at the line itself or at its call. Decided
 by the path alone, so it works on a machine other than the worker's. ``is_torch_file(path)``: a
 file of torch, torch_xla, functorch or torchgen (not the standard library): a thread blocked there
@@ -17,8 +17,12 @@ import re
 from functools import lru_cache
 
 FRAMEWORK_PACKAGES = frozenset({"torch", "torch_xla", "functorch", "torchgen"})
-# xlaprof's own worker-side modules that wrap user code (spans, samplers, the in-process capture).
-INSTRUMENTATION_FILES = frozenset({"spans.py", "stack_sampler.py", "metrics_sampler.py", "inprocess.py", "server.py"})
+# xlaprof's own worker-side modules (spans, samplers, read marks, the in-process capture): every module of
+# collectors/ but the demo workload's, which plays the user's code.
+INSTRUMENTATION_FILES = frozenset({
+    "__init__.py", "spans.py", "stack_sampler.py", "stack_runs.py", "metrics_sampler.py", "read_calls.py",
+    "inprocess.py", "server.py", "torch_xla_import.py", "worker_protocol.py", "session_writer.py", "capture.py",
+    "native_output.py"})
 _STDLIB = re.compile(r"[/\\]lib[/\\]python3\.\d+[/\\](?!.*site-packages|.*dist-packages)")
 _SEPARATOR = re.compile(r"[/\\]")
 _LIBRARY = re.compile(r"[/\\](site|dist)-packages[/\\]")
@@ -32,6 +36,8 @@ def is_framework_file(path: str) -> bool:
         return True
     parts = _SEPARATOR.split(path)
     if len(parts) >= 2 and parts[-2] == "collectors" and parts[-1] in INSTRUMENTATION_FILES:
+        return True
+    if len(parts) >= 2 and parts[-2] == "xlaprof" and parts[-1] == "__init__.py":  # the API facade
         return True
     return bool(_STDLIB.search(path))
 

@@ -112,7 +112,7 @@ def test_a_sample_of_a_thread_without_its_own_line_goes_to_the_main_thread(tmp_p
 
 
 def test_read_advice_fits_a_library_lookup_a_device_index_and_a_step_closure(tmp_path, library):
-    plain = parse_stack(f"{MAIN}\n{library}:2 lookup").to_source
+    plain = parse_stack(f"{MAIN}\n{library}:3 lookup").to_source
     from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DEVICE_INDEX, advice_for
     assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, "return self.lookup(t).item()") == ADVICE_READ_IN_LIBRARY
     # A table indexed with a device scalar is fixed at the call with a CPU index, in a library or not.
@@ -271,3 +271,20 @@ def test_a_compile_longer_than_the_samplers_lag_takes_the_run_holding_it_though_
     (compile_record,) = result.workers[0].compiles
     assert compile_record.source == "/work/train.py:30"
     assert analysis_json(result)["transfers_from_device"]["by_source"] == {}
+
+
+def test_a_frame_at_its_def_line_stands_for_its_callers_line(tmp_path):
+    """The sampler caught a call being made (the callee at its ``def``): the line is the caller's."""
+    lib = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "lib" / "utils.py"
+    lib.parent.mkdir(parents=True)
+    lib.write_text("import torch\n\ndef is_capturing() -> bool:\n    return False\n")
+    stack = parse_stack(f"/work/train.py:10 <module>\n{lib}:2 generate\n{lib}:3 is_capturing")
+    assert stack.source == f"{lib}:2"
+    assert parse_stack(f"/work/train.py:10 <module>\n{lib}:4 is_capturing").source == f"{lib}:4"
+
+
+def test_xlaprofs_own_worker_modules_are_never_the_users_line():
+    for own in ("stack_runs.py", "read_calls.py", "worker_protocol.py", "torch_xla_import.py"):
+        stack = parse_stack(f"/work/train.py:10 <module>\n/src/xlaprof-repo/collectors/{own}:114 sample")
+        assert stack.source == "/work/train.py:10", own
+    assert parse_stack("/src/collectors/demo_worker.py:65 train").source == "/src/collectors/demo_worker.py:65"

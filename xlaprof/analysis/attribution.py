@@ -16,7 +16,9 @@ add up to its idle time. The rules:
    wait before it: ``.item()``, ``print(t)``) was caused by that read. Had the host not blocked,
    everything it did afterwards would have happened earlier by the time it spent blocked, so the
    gap would have been shorter by up to that much. Its first ``min(gap, blocked time)``
-   microseconds go to ``transfer_from_device``; the rest of the gap follows rule 1.
+   microseconds go to ``transfer_from_device``; the rest of the gap follows rule 1. A compile
+   inside the read (the graph the read needs, compiled first) is not the read's blocked time: it
+   stays compile, by rule 1, and the read's share is its time outside compiles.
 3. Each piece names the innermost user span active on the host where its cause happened: the
    span around the compile or transfer event, or for tracing and unattributed time the span
    open on that thread (the training loop's thread) at the piece's middle, where rule 4 reads
@@ -127,7 +129,8 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     g0, g1 = intervals.complement(device.busy_starts, device.busy_ends, w0, w1)
     if g0.size == 0:
         return GapPieces.concat([])
-    read_of_gap, read_start, read_end = _reads_opening_gaps(host.transfers_from_device, g0, g1)
+    compiling = causes.starts[CODE[Cause.COMPILE]], causes.ends[CODE[Cause.COMPILE]]
+    read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(host.transfers_from_device, g0, g1, *compiling)
 
     points = [g0, g1, read_start, read_end]
     for code in range(1, len(CAUSES)):
@@ -140,8 +143,11 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     keep = gap >= 0
     left, right, mids, gap = left[keep], right[keep], mids[keep], gap[keep]
     state = causes.state_at(mids)
-    # Rule 2 overrides rule 1: a read's share of the gap it opened is the read's, whatever else ran.
-    state[intervals.covering(read_start, read_end, mids) >= 0] = CODE[Cause.TRANSFER_FROM_DEVICE]
+    # Rule 2 overrides rule 1: a read's share of the gap it opened is the read's, whatever else ran
+    # but a compile inside the read's call (the graph the read needs, compiled first).
+    share = intervals.covering(read_start, read_end, mids)
+    in_call = (share >= 0) & (mids < np.append(call_end, -np.inf)[share])  # share -1: the -inf
+    state[(share >= 0) & ~(in_call & (state == CODE[Cause.COMPILE]))] = CODE[Cause.TRANSFER_FROM_DEVICE]
     # Merge consecutive elementary intervals of the same gap and cause into one piece.
     new_run = np.ones(left.size, bool)
     new_run[1:] = (gap[1:] != gap[:-1]) | (state[1:] != state[:-1])
@@ -150,27 +156,35 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     start, end = left[first], right[last]
     piece_gap, piece_cause = gap[first], state[first]
 
-    span, line, when, until, read = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
+    span, line, when, until, read, compiled = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
     stack = host.stacks.at(line, when, until) if len(host.stacks) else np.full(start.size, -1, np.int64)
     stack[read >= 0] = host.read_stack[read[read >= 0]]  # a read's: its call's, as the reads have it
+    stack[compiled >= 0] = host.compile_stack[compiled[compiled >= 0]]  # a compile's: as its record has it
     return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span, stack)
 
 
-def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray):
-    """Rule 2: the blocking read holding each gap's opening, and the idle time it is charged."""
+def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray, compile_starts: np.ndarray,
+                        compile_ends: np.ndarray):
+    """Rule 2: the blocking read holding each gap's opening, the idle time it is charged (its
+    blocked time outside compiles, which are merged intervals) as (start, end) per charged gap, and
+    the end of that read's call."""
     if not len(reads):
-        return np.full(g0.size, -1, np.int64), np.zeros(0), np.zeros(0)
+        return np.full(g0.size, -1, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)
     read_of_gap = reads.holding_all(g0)
     hit = np.flatnonzero(read_of_gap >= 0)
-    blocked = reads.end[read_of_gap[hit]] - reads.start[read_of_gap[hit]]
+    start, end = reads.start[read_of_gap[hit]], reads.end[read_of_gap[hit]]
+    compiling = (intervals.measure_before(compile_starts, compile_ends, end)
+                 - intervals.measure_before(compile_starts, compile_ends, start))
+    blocked = end - start - compiling
     share = np.minimum(g1[hit] - g0[hit], blocked)
-    return read_of_gap, g0[hit], g0[hit] + share
+    return read_of_gap, g0[hit], g0[hit] + share, end
 
 
 def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: np.ndarray, gap: np.ndarray,
                  read_of_gap: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per piece: its span (rule 4), the host line and time (for tracing and unattributed time) or
-    event (start, end) whose stack names it, and for a read's piece the read (-1 for others)."""
+    event (start, end) whose stack names it, for a read's piece the read and for a compile's the
+    compile (-1 for others)."""
     by_code: dict[int, EventSet] = {
         CODE[Cause.COMPILE]: host.compiles,
         CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
@@ -183,6 +197,7 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
     until = until.copy()
     named = np.zeros(start.size, bool)
     read = np.full(start.size, -1, np.int64)
+    compiled = np.full(start.size, -1, np.int64)
     for code, events in by_code.items():
         pick = np.flatnonzero(cause == code)
         j = events.holding_all(start[pick])
@@ -197,10 +212,12 @@ def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: 
         span[pick] = host.spans_at(events.line[j].astype(np.int64), at)
         if code == CODE[Cause.TRANSFER_FROM_DEVICE]:
             read[pick] = j
+        if code == CODE[Cause.COMPILE]:
+            compiled[pick] = j
         named[pick] = True
         line[pick] = events.line[j]
         if code != CODE[Cause.HOST_TRACING]:
             when[pick], until[pick] = events.start[j], events.end[j]
     rest = np.flatnonzero(~named)
     span[rest] = host.spans_at(np.full(rest.size, -1, np.int64), when[rest])
-    return span, line, when, until, read
+    return span, line, when, until, read, compiled

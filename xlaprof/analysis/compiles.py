@@ -2,7 +2,8 @@
 
 Contract:
 - ``compile_records(host, debug)`` lists every graph compile on the host with its span, source
-  line (the Python line the sampled stacks show compiling, else the span's), graph hash and, where a ``PT_XLA_DEBUG_FILE`` was given, torch_xla's compile cause and the
+  line (``HostActivity.compile_stack``: the enclosing read's line where a read forced it, else the
+  Python line the sampled stacks show compiling, else the span's), graph hash and, where a ``PT_XLA_DEBUG_FILE`` was given, torch_xla's compile cause and the
   user frame that triggered it.
 - ``summarize_compiles(records)`` gives a ``CompileSummary``: count, total time, per-span and
   per-hash counts, and the recompiled spans: spans that compiled more than one distinct graph in
@@ -69,10 +70,10 @@ def compile_records(host: HostActivity, debug: DebugInfo | None = None) -> list[
     compiles = host.compiles
     lines = compiles.line.astype(np.int64)
     spans = host.spans_at(lines, compiles.start)
-    stacks = host.stacks.at(lines, compiles.start, compiles.end) if len(host.stacks) else None
+    stacks = host.compile_stack
     for i in range(len(compiles)):
         name, source = host.spans.label(int(spans[i]))
-        if stacks is not None and stacks[i] >= 0:
+        if stacks[i] >= 0:
             source = host.stacks.stacks[stacks[i]].source or source
         graph_hash = host.compile_hashes[i] if i < len(host.compile_hashes) else None
         info = debug.get(graph_hash) if debug else None

@@ -5,7 +5,10 @@ Contract:
   joined by newlines) as a ``PyStack``. Lines that are not frames are skipped.
 - ``PyStack.source``: the innermost frame outside the framework (``xlaprof.framework_files``:
   torch, torch_xla, the standard library, xlaprof's instrumentation), as "file:line". Library
-  code (diffusers, transformers) counts as the user's: its line is where the fix starts.
+  code (diffusers, transformers) counts as the user's: its line is where the fix starts. A frame
+  standing at its function's ``def`` (or a class's ``class``) line has not begun its body (the
+  sampler caught the call being made): the line it stands for is its caller's, so it is passed
+  over where the file is readable here.
   ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
@@ -51,7 +54,8 @@ class PyStack:
     @cached_property
     def source_index(self) -> int:
         for i in range(len(self.frames) - 1, -1, -1):
-            if not is_framework_file(self.frames[i].file):
+            frame = self.frames[i]
+            if not is_framework_file(frame.file) and not _is_header(frame.location):
                 return i
         return -1
 
@@ -92,6 +96,14 @@ def line_text(location: str | None) -> str | None:
         return None
     text = linecache.getline(file, int(line)).strip()
     return text or None
+
+
+_HEADER = re.compile(r"^(async\s+def|def|class)\s")
+
+
+def _is_header(location: str) -> bool:
+    """Whether the line at ``location`` is a ``def`` or ``class`` header (False where unreadable)."""
+    return bool(_HEADER.match(line_text(location) or ""))
 
 
 def _small_regular_file(path: str) -> bool:

@@ -12,11 +12,18 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   next. ``EventSet.rows`` still name the transfer events themselves.
 - ``transfers_to_device``, ``compiles`` (graph-level ``XLAGraphExecutor::Compile`` with its
   ``graph_hash``; the backend compile where no graph-level event exists), ``edge_compile``: the
-  compiler's passes of a compile that began before the capture (``span_index.compiler_rows``), ``tracing`` (the lazy
-  tensor machinery and the user's spans: the host running the step's Python).
+  compiler's passes of a compile that began before the capture (``span_index.compiler_rows``),
+  ``tracing`` (the lazy tensor machinery, and the user's spans on threads whose stacks were not
+  sampled: there a span is the best sign of the host running the step's Python; where the sampler
+  ran, what the thread was doing decides, not which span was open: ``sampled_work``).
 - ``spans``: the user spans (``SpanIndex``) and ``main_line``, the training loop's thread.
 - ``read_stack``: per read (in ``transfers_from_device`` order), the stack id of its Python call
   (``StackSamples.reads_on``), -1 where unknown.
+- ``compile_stack``: per compile (in ``compiles`` order), the stack id of the Python that compiled:
+  where the compile ran inside a read's call on its thread (a read forces the compile of the graph
+  it needs: ``.item()``, a library's ``x in t``), that read's (the sampler, kept off the GIL through
+  the compile, may show the thread's line before or after it); else what the sampler first saw
+  during the compile; -1 where neither is known.
 - ``stacks``: the Python stacks the worker's sampler recorded (``StackSamples``; empty for a worker
   without the sampler), ``python_lines``: the host lines of Python threads.
 - ``sampled_work()``: from the training loop thread's sampled runs, the intervals where it ran
@@ -118,6 +125,7 @@ class HostActivity:
     python_lines: frozenset[int] = frozenset()
     edge_compile: EventSet = field(default_factory=lambda: EventSet.of(None, np.zeros(0, np.int64)))
     read_stack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per read: its call's stack id
+    compile_stack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per compile: its stack id
 
     @staticmethod
     def from_space(space: XSpaceData) -> HostActivity:
@@ -150,10 +158,12 @@ class HostActivity:
         compiles = EventSet.of(plane, compile_rows)
         hashes = plane.stats.column(vocabulary.GRAPH_HASH_STAT)
         compile_hashes = [stat_text(hashes.get(int(r))) for r in compiles.rows]
-        span_rows = np.union1d(runtime_rows, spans.rows)
+        unsampled_spans = spans.rows[~np.isin(spans.line, np.array(stacks.sampled_lines, np.int32))]
+        span_rows = np.union1d(runtime_rows, unsampled_spans)
         return HostActivity(plane, tfd, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE)),
                             compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
-                            stacks, python_lines, EventSet.of(plane, passes), read_stack)
+                            stacks, python_lines, EventSet.of(plane, passes), read_stack,
+                            _compile_stacks(compiles, tfd, read_stack, stacks))
 
     def sampled_work(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         start, end, stack, running = self.stacks.runs_on(self.main_line)
@@ -168,6 +178,18 @@ class HostActivity:
     def spans_at(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
         """``span_at`` for each (line, time) pair at once."""
         return self.spans.innermost_all(np.where(lines >= 0, lines, self.main_line), times)
+
+
+def _compile_stacks(compiles: EventSet, reads: EventSet, read_stack: np.ndarray,
+                    stacks: StackSamples) -> np.ndarray:
+    """``compile_stack`` (see the contract)."""
+    found = (stacks.at(compiles.line.astype(np.int64), compiles.start, compiles.end) if len(stacks)
+             else np.full(len(compiles), -1, np.int64))
+    held = reads.holding_all(compiles.start)
+    in_read = np.flatnonzero((held >= 0) & (np.append(reads.line, -1)[held] == compiles.line))  # held -1: no line
+    by_read = read_stack[held[in_read]]
+    found[in_read] = np.where(by_read >= 0, by_read, found[in_read])
+    return found
 
 
 def _in_runtime(stack: PyStack) -> bool:

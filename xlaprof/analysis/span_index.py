@@ -3,8 +3,9 @@ the lookup of the innermost one.
 
 Contract: a user span is a host event carrying a ``source`` stat (``file:line``) or a
 ``step_num`` stat, or, on the lines of Python threads (``python_lines``), any event that is not
-the runtime's own (``vocabulary.is_runtime_event``) nor inside a runtime event (the compiler's
-passes, ``vocabulary.COMPILER_PASS_EVENTS``, and what runs inside them): that is how ``xp.Trace("reporting")`` and any other TraceMe the user's code records look. Such a span has no ``source`` of its own; the
+the runtime's own (``vocabulary.is_runtime_event``: torch_xla's, PJRT's and XLA's events, the
+compiler's passes, the spans torch_xla's own Python opens such as ``cpu_loader.next``) nor inside a
+runtime event (what runs inside the compiler's passes): that is how ``xp.Trace("reporting")`` and any other TraceMe the user's code records look. Such a span has no ``source`` of its own; the
 analysis names its line from the Python stacks. ``SpanIndex.innermost_all(lines, times)`` returns, for each pair, the row
 (into the index's own arrays) of the innermost span active on that host line at that time, or
 -1. Spans on one thread nest properly, so the innermost is the latest-starting span still open.
@@ -148,7 +149,8 @@ def compiler_rows(plane: Plane | None, python_lines: frozenset[int]) -> np.ndarr
         return np.zeros(0, np.int64)
     ev = plane.events
     on_python = np.isin(ev.line, np.array(sorted(python_lines), np.int32))
-    passes = np.flatnonzero(on_python & np.isin(ev.name, plane.name_ids(vocabulary.COMPILER_PASS_EVENTS)))
+    pass_ids = np.array([i for i, name in enumerate(plane.names) if vocabulary.is_compiler_pass(name)], np.int32)
+    passes = np.flatnonzero(on_python & np.isin(ev.name, pass_ids))
     runtime = np.flatnonzero(on_python & np.isin(ev.name, plane.name_ids(
         vocabulary.GRAPH_COMPILE | vocabulary.BACKEND_COMPILE)))
     return passes[~_inside(ev, passes, runtime)]

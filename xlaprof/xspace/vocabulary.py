@@ -75,12 +75,27 @@ RUNTIME_EVENTS = frozenset({
     "ThunkExecutor::Execute (wait for completion)",
 })
 _RUNTIME_NAME = re.compile(r"::|^end: ")
+# The TraceMe spans torch_xla's own Python opens (torch_xla 2.9: parallel_loader, scan, xla_sharding,
+# xla_builder): the library at work, never the user's span, whatever the user's thread was doing.
+LIBRARY_TRACE_EVENTS = frozenset({
+    "cpu_loader.next", "get_batch_from_cpu_queue", "cpu_data_to_xla_device", "aot_forward", "aot_backward",
+    "einsum_linear_forward", "einsum_linear_backward", "jax_to_xla_computation",
+})
+# XLA's HLO passes are named in lowercase words joined by hyphens ("sharding-removal",
+# "while-loop-invariant-code-motion"), MLIR's passes in CamelCase ending "Pass" ("LowerAffinePass"):
+# no Python identifier looks like either.
+_COMPILER_PASS_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$|^[A-Z][A-Za-z0-9]*Pass$")
+
+
+def is_compiler_pass(name: str) -> bool:
+    """True for a pass of the XLA compiler (the names above, or named as XLA and MLIR name passes)."""
+    return name in COMPILER_PASS_EVENTS or bool(_COMPILER_PASS_NAME.match(name))
 
 
 def is_runtime_event(name: str) -> bool:
     """True for an event torch_xla, PJRT or XLA records; false for a user's TraceMe span."""
     return (name in RUNTIME_EVENTS or name in TRACING or name in SYNC_BARRIER or name == METRICS_EVENT
-            or bool(_RUNTIME_NAME.search(name)))
+            or name in LIBRARY_TRACE_EVENTS or bool(_RUNTIME_NAME.search(name)) or is_compiler_pass(name))
 
 # The XLA compiler's outer passes, recorded on the thread that compiles (torch_xla 2.9, CPU): inside
 # a compile event normally; alone when the compile began before the capture did.

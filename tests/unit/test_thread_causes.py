@@ -1,0 +1,94 @@
+"""Causes decided by what each thread was doing, on captures built in code.
+
+The frame of every scenario: window [0, 1000], TPU:0 busy [0, 100] and [900, 1000], so one gap
+[100, 900]; the training thread is host line 1, its sampler's runs recorded on an emitter line.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.support.synthetic import XSpaceBuilder, add_stack_samples, write_session
+from xlaprof.analysis import analyze
+from xlaprof.report import analysis_json
+from xlaprof.session import Session
+from xlaprof.xspace import vocabulary
+
+MAIN = "/work/train.py:10 <module>\n/work/train.py:20 step"
+READ_LINE = "/work/train.py:30"
+
+
+def frame():
+    builder = XSpaceBuilder()
+    builder.task_environment(1000.0)
+    host = builder.plane(vocabulary.HOST_PLANE)
+    modules = builder.plane("/device:TPU:0").line("XLA Modules")
+    modules.event("SyncTensorsGraph.1", 0, 100)
+    modules.event("SyncTensorsGraph.2", 900, 100)
+    return builder, host
+
+
+def report(tmp_path, builder) -> dict:
+    session = write_session(str(tmp_path), "run", {"w_9012": builder.to_bytes()})
+    return analysis_json(analyze(Session.load(session)))
+
+
+def test_a_compile_inside_a_read_is_compile_at_the_reads_line(tmp_path):
+    """A read forces the compile of the graph it needs (``.item()`` on a new graph, a library's
+    ``x in t``): the compile's time is compile, not the read's, and its line is the read's, whatever
+    the sampler (kept off the GIL through the compile) showed meanwhile."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event(vocabulary.READ_CALL_EVENT, 100, 700, **{vocabulary.PY_READ_STACK_STAT: f"{MAIN}\n{READ_LINE} step"})
+    python.event("XLAGraphExecutor::Compile", 150, 550, graph_hash="abc")
+    python.event("TensorCollectionBarrier", 705, 40)
+    python.event("PjRtComputationClient::TransferFromDevice", 750, 40)
+    stacks = {"main": MAIN, "after": f"{MAIN}\n/work/lib.py:3 helper"}  # what the thread ran after the read
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 1000, "after")], stacks=stacks,
+                      cpu_share={"main": 1.0, "after": 1.0})
+    out = report(tmp_path, builder)
+    idle = out["idle_by_cause_us"]
+    assert idle["compile"] == pytest.approx(550.0)
+    # The read's own time is its call outside the compile: [100, 150] and [700, 800].
+    assert idle["transfer_from_device"] == pytest.approx(150.0)
+    assert [e["source"] for e in out["compile_events"]] == [READ_LINE]
+    compile_lines = {row["source"] for row in out["idle_by_line"] if row["cause"] == "compile"}
+    assert compile_lines == {READ_LINE}
+
+
+def test_a_span_open_around_a_blocked_thread_does_not_make_it_tracing(tmp_path):
+    """Time under a user's span is what the thread did: blocked in a sleep there is host_blocked."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event("train_step", 50, 900, source="/work/train.py:20", step_num=0)
+    python.event("SyncTensorsGraphInternal", 860, 30)
+    stacks = {"main": MAIN, "sleep": f"{MAIN}\n/work/train.py:25 step\n/usr/lib/python3.11/threading.py:327 wait"}
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 120, "main"), (120, 850, "sleep"), (850, 1000, "main")],
+                      stacks=stacks, cpu_share={"main": 1.0, "sleep": 0.01})
+    out = report(tmp_path, builder)
+    idle = out["idle_by_cause_us"]
+    assert idle["host_blocked"] == pytest.approx(730.0)  # [120, 850]
+    assert idle["host_tracing"] == pytest.approx(70.0)  # [100, 120] and [850, 900]
+    blocked = next(f for f in out["findings"] if f["kind"] == "host_blocked")
+    assert blocked["source"] == "/work/train.py:25" and blocked["span"] == "train_step"
+
+
+@pytest.mark.parametrize("name", ["cpu_loader.next", "sharding-removal", "LowerAffinePass"])
+def test_library_and_compiler_events_are_never_the_users_spans(tmp_path, name):
+    """torch_xla's own xp.Trace spans and the XLA compiler's passes name no finding's span."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event(name, 100, 700)
+    python.event("SyncTensorsGraphInternal", 850, 30)
+    out = report(tmp_path, builder)
+    assert not any(f["span"] == name for f in out["findings"]), out["findings"]
+    assert not any(g["span"] == name for g in out["gaps"])
+
+
+@pytest.mark.parametrize("name", ["train_step", "data_load", "forward"])
+def test_a_users_xp_trace_is_a_span(tmp_path, name):
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event(name, 100, 700)
+    python.event("SyncTensorsGraphInternal", 850, 30)
+    out = report(tmp_path, builder)
+    assert any(f["span"] == name for f in out["findings"]), out["findings"]
