@@ -6,7 +6,8 @@ Contract: ``install(app)`` makes the Flask server of a ``dash.Dash`` app
   ``Content-Length``) alike, once ``MAX_BODY_BYTES`` of it have arrived;
 - answer ``400`` with one line, and log one line at most (no traceback), to a callback request
   (``POST .../_dash-update-component``) whose body is not JSON, nests deeper than Python's parser
-  goes, is not an object, names an output no callback has, or whose ``inputs``/``state`` do not
+  goes, is not an object, names an output no callback has, lists outputs that are not each
+  ``{"id", "property"}`` (Dash itself fails on those with a 500), or whose ``inputs``/``state`` do not
   list the callback's own inputs and states (each ``{"id", "property"}`` in the declared order).
 A well-formed request goes on to Dash unchanged; its JSON is parsed once (Flask caches it).
 """
@@ -84,7 +85,7 @@ def callback_problem(callback_map: dict, body: object) -> str | None:
     spec = callback_map[output]
     outputs, many = body.get("outputs"), output.startswith("..")
     wanted = len(output.strip(".").split("...")) if many else 1
-    if not all(isinstance(o, dict) for o in (outputs if many and isinstance(outputs, list) else [outputs])) \
+    if not all(_is_output(o) for o in (outputs if many and isinstance(outputs, list) else [outputs])) \
             or (many and (not isinstance(outputs, list) or len(outputs) != wanted)):
         return f"outputs does not list the callback's {wanted} output(s)"
     for key in ("inputs", "state"):
@@ -95,6 +96,11 @@ def callback_problem(callback_map: dict, body: object) -> str | None:
     if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
         return "changedPropIds is not a list of strings"
     return None
+
+
+def _is_output(item: object) -> bool:
+    """``{"id", "property"}``: an id (a string, or a pattern-matching dict) and a property name."""
+    return isinstance(item, dict) and isinstance(item.get("id"), (str, dict)) and isinstance(item.get("property"), str)
 
 
 def _listed(given: object, declared: list[dict], key: str) -> str | None:

@@ -268,14 +268,27 @@ def test_requests_are_served_from_the_cache(setup):
                                          ("0.0.0.0", True), ("192.168.1.5", True), ("myhost.example", True)])
 def test_serve_binds_where_told_and_warns_off_loopback(monkeypatch, capsys, tmp_path, host, warned):
     ran = {}
-    monkeypatch.setattr("werkzeug.serving.run_simple", lambda host, port, app, **kw: ran.update(host=host, port=port,
-                                                                                                  app=app, **kw))
+
+    class Served:  # what serve() makes and runs: the real server would bind addresses this machine lacks
+        def __init__(self, host, port, app, **kw) -> None:
+            ran.update(host=host, port=port, app=app, **kw)
+
+        def serve_forever(self) -> None:  # returns at once: serve() then returns as after a stop
+            ran["served"] = True
+
+        def shutdown(self) -> None:
+            ran["shut"] = True
+
+        def server_close(self) -> None:
+            pass
+
+    monkeypatch.setattr("werkzeug.serving.make_server", Served)
     # These addresses need not exist on this machine; binding is tested with a real busy port in
     # test_capture_cli.test_a_busy_dashboard_port_is_one_line_and_exit_2_before_any_work.
     monkeypatch.setattr(server, "check_port", lambda host, port: None)
     server.serve(str(tmp_path), host=host, port=8123)
     out, err = capsys.readouterr()
-    assert ran["host"] == host and ran["port"] == 8123 and ran["threaded"] is True
+    assert ran["host"] == host and ran["port"] == 8123 and ran["threaded"] is True and ran["served"] and ran["shut"]
     assert ran["app"].name == "dashboard.app" and not ran.get("use_debugger") and not ran.get("use_reloader")
     assert out.count(":8123/") == 1
     assert ("warning" in err) is warned
