@@ -1,7 +1,8 @@
 """The session page's compiled-graphs section: where device time goes, by graph, op and line.
 
 Contract: ``section(analysis)`` builds the section (id ``graphs-section``): the graphs table
-(``graphs-table``, most device time first), the ops of the selected graph (``ops-table``; the
+(``graphs-table``, most device time first; a graph is named by its place and the input sizes that
+tell it apart, its XLA name in the tooltip; the dispatching span's own line in the span's tooltip), the ops of the selected graph (``ops-table``; the
 largest graph at first), the HLO text of a selected op (``hlo-text``), and device time by
 Python line (``lines-table``) where the capture has source lines. ``register(app, state)`` adds
 the callbacks: a click on a graph shows its ops, a click on an op its HLO text. The numbers come
@@ -18,12 +19,11 @@ from xlaprof.analysis import SessionAnalysis
 from xlaprof.errors import XlaprofError
 
 PAGE_SIZE = 10
-NUMBER, COUNT, ID, SOURCE = ColumnKind.NUMBER, ColumnKind.COUNT, ColumnKind.ID, ColumnKind.SOURCE
-GRAPH_COLUMNS = [Column("worker", "Worker", min_px=130), Column("program", "Program", ID), Column("graph", "Graph", grow=2),
+NUMBER, COUNT, SOURCE = ColumnKind.NUMBER, ColumnKind.COUNT, ColumnKind.SOURCE
+GRAPH_COLUMNS = [Column("worker", "Worker", min_px=130), Column("graph", "Graph", grow=3, wrap=True, tooltip="xla"),
                  Column("runs", "Runs", COUNT), Column("total_ms", "Device time (ms)", NUMBER, sort="desc"),
                  Column("median_ms", "Median run (ms)", NUMBER), Column("busy_pct", "% of busy", NUMBER),
-                 Column("span", "Dispatched in", grow=2), Column("source", "Source", SOURCE, grow=2),
-                 Column("compiled", "Compiled")]
+                 Column("span", "Dispatched in", grow=2, tooltip="span_source"), Column("compiled", "Compiled")]
 OP_COLUMNS = [Column("op", "HLO op", grow=3), Column("category", "Category", grow=2), Column("runs", "Runs", COUNT),
               Column("self_ms", "Self time (ms)", NUMBER, sort="desc"), Column("total_ms", "Total (ms)", NUMBER),
               Column("share_pct", "% of graph", NUMBER), Column("source", "Python line", SOURCE, grow=2)]

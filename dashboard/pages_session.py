@@ -59,10 +59,10 @@ GAP_COLUMNS = [Column("worker", "Worker", min_px=130), Column("device", "Device"
                Column("stack", "Python stack", hidden=True)]
 COMPILE_COLUMNS = [Column("worker", "Worker", min_px=130), Column("start_ms", "Start (ms)", NUMBER),
                    Column("dur_ms", "Duration (ms)", NUMBER), Column("span", "Span", grow=2, wrap=True),
-                   Column("source", "Source", SOURCE, grow=2), Column("graph", "Graph", grow=2, tooltip="graph_hash"),
-                   Column("cause", "Cause", grow=3, wrap=True, tooltip="cause_tip"),
-                   Column("trigger", "Triggered at", SOURCE, grow=2),
+                   Column("source", "Source", SOURCE, grow=2), Column("graph", "Graph", grow=2, wrap=True, tooltip="xla"),
+                   Column("cause", "Cause", grow=2, wrap=True, tooltip="cause_tip"),
                    Column("changed", "Changed vs previous graph", grow=3, wrap=True)]
+TRIGGER = Column("trigger", "Triggered at", SOURCE, grow=2)  # torch_xla's line, shown where a debug file gave one
 GRAPH_CONFIG = {"displaylogo": False, "scrollZoom": True}
 GONE = "This session is no longer available: reload the page."
 
@@ -82,6 +82,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
     timeline, status = (_timeline(lanes, rng, state.view_config, note=note) if rng
                         else (figures["timeline"], figures["status"]))
     causes = [c for c in IDLE_CAUSES if analysis.idle_by_cause.get(c, 0.0) > 0]
+    compiles = compile_rows(analysis)
     return html.Div([
         dcc.Store(id="session-run", data=run),
         html.Div([html.H2(run, id="session-title"),
@@ -126,7 +127,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
         html.Div([
             html.H2("Compiles"),
             ui.recompiles_list(analysis.recompiles),
-            table_grid("compiles-table", COMPILE_COLUMNS, compile_rows(analysis), page_size=PAGE_SIZE,
+            table_grid("compiles-table", _compile_columns(compiles), compiles, page_size=PAGE_SIZE,
                        empty="No compilation during this capture: the graphs the workers ran were compiled before it "
                              "started (or came from the persistent compilation cache)."),
             html.Div(ui.compile_detail(None), id="compile-detail", className="detail"),
@@ -142,6 +143,11 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                   ui.stragglers_list(analysis.comparison.stragglers)],
                  className="section", id="workers-section") if figures["workers"] else None,
     ], id="session-page")
+
+
+def _compile_columns(rows: list[dict]) -> list[Column]:
+    """The compiles table's columns: torch_xla's trigger line only where its debug file gave one."""
+    return COMPILE_COLUMNS[:-1] + [TRIGGER] * any(r["trigger"] for r in rows) + COMPILE_COLUMNS[-1:]
 
 
 def _page_figures(analysis, ov, lanes: SessionTimeline, config: ViewConfig, note: str) -> dict:

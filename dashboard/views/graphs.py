@@ -1,10 +1,15 @@
 """The compiled graphs of a session page: graphs, their ops, HLO text, and why places recompiled.
 
 Contract (no Dash; times in ms of device time, summed over devices):
+- ``graph_names(analysis)``: each graph's name for people, by (worker, program id): where it ran
+  (the dispatching span, else the compiling one) and the input sizes that tell it from the other
+  graphs of that place (``train_step [B=368]``), since every graph of a step shares XLA's module
+  name (``SyncTensorsGraph.175``); ``xla_name`` is XLA's and torch_xla's name (module, program,
+  hash), kept as a detail.
 - ``graph_rows(analysis)``: one row per compiled graph that ran (``SessionAnalysis.device_profile``),
-  most device time first: worker, program, graph (its module's name and ``#program``: the graphs of
-  one step share the module name), runs, total and median time, share of the
-  busy time, the dispatching span and its source, whether it compiled in the window.
+  most device time first: worker, program, graph (``graph_names``; ``xla``: its XLA name), runs, total and
+  median time, share of the busy time, the dispatching span and that span's own line
+  (``span_source``), whether it compiled in the window.
 - ``op_rows(analysis, graph)``: the HLO instructions of graph row number ``graph`` (an index into
   ``graph_rows``), most self time first: name, category, runs, self and total time, share of the
   graph's op time, source line. ``None`` for a row number that names no graph.
@@ -18,13 +23,16 @@ valid row number gives ``None``.
 """
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from dashboard.views.axis import AXIS_UNIT_US
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.device_profile import NO_SOURCE, GraphProfile
 from xlaprof.analysis.recompiles import RecompileExplanation
+from xlaprof.analysis.signature_diff import varying_dims
 from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.hlo import GraphSignature
 from xlaprof.hlo.text import instruction_text
 
 NO_HLO = "The capture holds no compiled HLO for this program."
@@ -41,13 +49,49 @@ def _ms(us: float) -> float:
     return round(us / AXIS_UNIT_US, 3)
 
 
-def graph_rows(analysis: SessionAnalysis) -> list[dict]:
+def graph_names(analysis: SessionAnalysis) -> dict[tuple[str, int], str]:
+    """(worker, program id) -> the graph's name for people: its place (the span that dispatched it,
+    else compiled it) and, among the graphs of that place whose inputs differ only in sizes, the
+    sizes that tell them apart (``varying_dims``: ``train_step [B=368]``). Graphs that still share
+    a name (no HLO in the capture, or a change other than input sizes) add ``#program``."""
+    places: dict[tuple[str, int], str] = {}
+    for g in analysis.device_profile.graphs:
+        places[(g.worker, g.program_id)] = g.span or NO_SPAN
+    for w in analysis.summaries:
+        for r in w.compiles:
+            if r.program_id is not None:
+                places.setdefault((w.worker.label, r.program_id), r.span or NO_SPAN)
+    modules = {w.worker.label: w.hlo for w in analysis.workers} if places else {}
+    families: dict[tuple, list[tuple[int, GraphSignature | None]]] = defaultdict(list)
+    for (worker, program), place in sorted(places.items()):
+        module = modules[worker].get(program) if worker in modules else None
+        signature = module.signature if module is not None else None
+        families[(worker, place, signature.family if signature else None)].append((program, signature))
+    names: dict[tuple[str, int], str] = {}
+    for (worker, place, family), members in families.items():
+        sizes = varying_dims([sig for _, sig in members])[1] if family is not None and len(members) > 1 else {}
+        for i, (program, _) in enumerate(members):
+            told = ", ".join(f"{symbol}={values[i]}" for symbol, values in sizes.items())
+            names[(worker, program)] = f"{place} [{told}]" if told else place
+    shared = Counter((worker, name) for (worker, _), name in names.items())
+    return {key: name + (f" #{key[1]}" if shared[(key[0], name)] > 1 else "") for key, name in names.items()}
+
+
+def xla_name(module: str | None, program_id: int | None, graph_hash: str | None = None) -> str:
+    """The graph as XLA and torch_xla name it: module, program id, graph hash (a detail, in a tooltip)."""
+    return " · ".join(part for part in (module or "", f"program {program_id}" if program_id is not None else "",
+                                        f"hash {graph_hash}" if graph_hash else "") if part)
+
+
+def graph_rows(analysis: SessionAnalysis, names: dict[tuple[str, int], str] | None = None) -> list[dict]:
     busy = analysis.busy_us
-    return [{"worker": g.worker, "program": g.program_id, "graph": f"{g.module or 'program'} #{g.program_id}",
-             "runs": g.executions,
+    names = graph_names(analysis) if names is None else names
+    return [{"worker": g.worker, "program": g.program_id,
+             "graph": names.get((g.worker, g.program_id), g.module or "program"),
+             "xla": xla_name(g.module, g.program_id, g.graph_hash), "runs": g.executions,
              "total_ms": _ms(g.total_us), "median_ms": _ms(g.median_us),
              "busy_pct": round(100 * g.total_us / busy, 1) if busy > 0 else 0.0,
-             "span": g.span or NO_SPAN, "source": g.source or "",
+             "span": g.span or NO_SPAN, "span_source": g.source or "",
              "compiled": "in window" if g.compiled_in_window else "before"}
             for g in analysis.device_profile.graphs]
 

@@ -5,12 +5,13 @@ Contract (times in microseconds of device time summed over devices, like the JSO
   before the window, recompiled spans), blocking reads (count, transfer and blocked time, top spans), ``aten::`` CPU fallbacks.
   It never builds a row per gap (the JSON report does), so it is cheap on any capture.
 - ``compile_rows(analysis)``: one row per compile, start on the session axis of ``timeline_view``,
-  with its program, its graph named distinctly (``#program · end of its hash``: every graph of a
-  step shares its module name) and what ``changed`` vs the previous graph of its place
-  (``analysis.recompiles``). ``cause`` and ``trigger`` are torch_xla's (its debug file); where the
-  capture has none, the cause says what the analysis knows (the change that made a new graph,
-  the first graph of its place, a compile caught at the capture's edge) or ``NO_CAUSE``, the
-  trigger is the compiling Python line of the sampled stacks, and ``cause_tip`` (the cause
+  with its program, its graph named for people (``graphs.graph_names``: ``train_step [B=12]``;
+  ``xla``: XLA's name, a detail) and what ``changed`` vs the previous graph of its place
+  (``analysis.recompiles``). ``source`` is the compiling Python line (as in every table: the line
+  of the sampled stack, else the span's). ``cause`` and ``trigger`` are torch_xla's (its debug
+  file); where the capture has none, the cause says in a word what the analysis knows (a new
+  graph, whose change is the ``changed`` column's; the first graph of its place; a compile caught
+  at the capture's edge) or ``NO_CAUSE``, the trigger is empty, and ``cause_tip`` (the cause
   column's tooltip) says where the text comes from.
 - ``verdict(analysis)``: the session's one-sentence answer, the same as the text report's first
   line (``report.verdict.session_verdict``).
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
+from dashboard.views.graphs import graph_names, xla_name
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.summary import ListedSession, idle_share
@@ -98,26 +100,27 @@ HASH_SHOWN = 8  # last hex digits of a graph hash that name it
 
 
 def compile_rows(analysis: SessionAnalysis) -> list[dict]:
-    rows = []
+    rows, names = [], graph_names(analysis)
     for w, offset in zip(analysis.workers, worker_offsets(analysis)):
         for r in w.compiles:
             cause, tip = _compile_cause(r)
-            graph = " · ".join(part for part in (f"#{r.program_id}" if r.program_id is not None else "",
-                                                 (r.graph_hash or "")[-HASH_SHOWN:]) if part)
+            named = names.get((w.worker.label, r.program_id)) if r.program_id is not None else None
             rows.append({"worker": w.worker.label, "start_ms": round((r.start_us + offset) / AXIS_UNIT_US, 3),
                          "dur_ms": round(r.dur_us / AXIS_UNIT_US, 3), "span": r.span or "",
-                         "source": r.source or "", "graph": graph, "graph_hash": r.graph_hash or "",
-                         "cause": cause, "cause_tip": tip, "trigger": r.trigger or r.source or "",
+                         "source": r.source or "", "graph": named or (r.graph_hash or "")[-HASH_SHOWN:] or NO_CAUSE,
+                         "xla": xla_name(w.hlo.name(r.program_id), r.program_id, r.graph_hash),
+                         "graph_hash": r.graph_hash or "", "cause": cause, "cause_tip": tip, "trigger": r.trigger or "",
                          "program": r.program_id if r.program_id is not None else "", "changed": r.changed or ""})
     return sorted(rows, key=lambda row: row["start_ms"])
 
 
 def _compile_cause(r) -> tuple[str, str]:
-    """A compile's cause and where it comes from: torch_xla's debug file, else the analysis."""
+    """A compile's cause and where it comes from: torch_xla's debug file, else the analysis (in a
+    word: what changed is the "changed" column's)."""
     if r.cause:
         return r.cause, f"torch_xla's cause (its debug file): {r.cause}"
     if r.changed:
-        return f"new graph: {r.changed}", DEBUG_FILE_TIP + "Shown: what changed vs the previous graph of its place."
+        return "new graph", DEBUG_FILE_TIP + f"Shown: a new graph of its place; what changed: {r.changed}"
     if r.program_id is not None:
         return ("first graph of its place", DEBUG_FILE_TIP + "Shown: no earlier graph of its place in the window "
                                                             "to compare it with.")

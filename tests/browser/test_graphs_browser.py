@@ -56,8 +56,9 @@ def test_why_it_recompiled_what_changed_ops_and_hlo(site, browser):
     assert "B = 8, 12, 16, 20, 24" in detail
 
     # A click on a graph shows its ops; a click on an op its HLO.
-    cell(browser, "graphs-table", "program", "120").click()
-    wait(browser, "document.getElementById('ops-title').textContent.includes('#120')")
+    cell(browser, "graphs-table", "graph", "train_step [B=20]").click()
+    wait(browser, "document.getElementById('ops-title').textContent === 'Ops of train_step [B=20] on localhost:9012'")
+    assert browser.find_element("id", "ops-title").text == "Ops of train_step [B=20] on localhost:9012"  # not upper-cased
     wait(browser, "document.querySelectorAll('#ops-table .ag-center-cols-container .ag-row').length === 5")
     assert cell(browser, "ops-table", "op", "dot.1").find_element("xpath", "..").text.split("\n")[:2] == ["dot.1", "dot"]
     cell(browser, "ops-table", "op", "add_relu_fusion").click()

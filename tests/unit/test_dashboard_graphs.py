@@ -94,7 +94,7 @@ def test_the_page_and_its_callbacks(logdir):
         assert f'"id": "{element}"' in text or f'"id":"{element}"' in text, element
     status, body = _call(client, app, "graphs-table.cellClicked", [("graphs-table", "cellClicked", {"rowId": "3"})],
                          [("session-run", "data", "hlo")])
-    assert status == 200 and '"add_relu_fusion"' in body and "Ops of SyncTensorsGraph.93" in body
+    assert status == 200 and '"add_relu_fusion"' in body and "Ops of train_step [B=20] on localhost:9012" in body
     status, body = _call(client, app, "ops-table.cellClicked", [("ops-table", "cellClicked", {"rowId": "4"})],
                          [("ops-graph", "data", 3), ("session-run", "data", "hlo")])
     assert status == 200 and "%copy.1 = f32[256,64] copy(" in json.loads(body)["response"]["hlo-text"]["children"]
@@ -114,9 +114,14 @@ def test_the_page_and_its_callbacks(logdir):
 
 def test_without_a_debug_file_compile_rows_say_what_the_analysis_knows_and_name_graphs_apart(analysis):
     rows = compile_rows(analysis)
-    assert all(r["trigger"] == r["source"] != "" for r in rows)  # the compiling line of the stacks/span
+    assert all(r["trigger"] == "" and r["source"] == "train.py:30" for r in rows)  # no torch_xla trigger to show
     assert rows[0]["cause"] == "first graph of its place"
-    assert rows[1]["cause"] == "new graph: input 0: f32[8,256] -> f32[12,256]"
+    # the cause in a word, what changed in its own column: no text twice
+    assert rows[1]["cause"] == "new graph" and rows[1]["changed"] == "input 0: f32[8,256] -> f32[12,256]"
     assert all("PT_XLA_DEBUG_FILE" in r["cause_tip"] for r in rows)
-    assert len({r["graph"] for r in rows}) == len(rows) and rows[1]["graph"] == f"#112 · {12:08x}"
-    assert len({g["graph"] for g in graph_rows(analysis)}) == len(graph_rows(analysis))
+    # graphs are named by their place and the input size that tells them apart; XLA's name is a detail
+    assert [r["graph"] for r in rows] == [f"train_step [B={b}]" for b in BATCHES]
+    assert rows[1]["xla"] == f"SyncTensorsGraph.93 · program 112 · hash {12:032x}"
+    graphs = graph_rows(analysis)
+    assert sorted(g["graph"] for g in graphs) == sorted(f"train_step [B={b}]" for b in BATCHES)
+    assert all(g["span_source"] == "train.py:30" and "source" not in g for g in graphs)
