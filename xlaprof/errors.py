@@ -48,3 +48,8 @@ class UnsafeFileError(BadProfileError):
 
 class StorageTimeoutError(XlaprofError):
     """A remote logdir (an fsspec URL) that did not answer within the configured time."""
+
+
+class ClusterError(XlaprofError):
+    """A Dask cluster that could not run an analysis (unreachable, silent, no worker left, its
+    workers killed): the session is not at fault, so this is never kept as the session's error."""

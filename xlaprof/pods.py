@@ -15,7 +15,8 @@ Contract: ``analysis_tasks(workers, scheduler=..., jobs=...)`` is a context mana
 terminal, and returns the results in order, each kept as it arrives (a task's exception is
 raised here, as the task raised it). Needs ``dask.distributed``.
 
-Failing cleanly, each an ``XlaprofError`` of one line (exit 2 from the CLI):
+Failing cleanly, each an ``XlaprofError`` of one line (exit 2 from the CLI); a cluster that
+cannot run the tasks raises ``ClusterError``, which caches never keep as the session's error:
 - the scheduler's address is checked before any connection (``check_scheduler_address``:
   ``tcp://HOST:PORT``, ``tls://HOST:PORT`` or ``HOST:PORT``, the port 1-65535), and a scheduler that
   refuses or does not answer fails within the connect timeout (``connect_timeout_s``:
@@ -40,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
-from xlaprof.errors import XlaprofError
+from xlaprof.errors import ClusterError, XlaprofError
 from xlaprof.progress import progress_bar
 
 SCHEDULER_ENV = "XLAPROF_DASK_SCHEDULER"
@@ -159,7 +160,7 @@ def _connected(address: str, timeout_s: float):
         socket.create_connection((parts.hostname, parts.port), timeout=timeout_s).close()
     except OSError as exc:
         why = f"no answer within {timeout_s:g} s" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
-        raise XlaprofError(f"the Dask scheduler at {address} cannot be reached ({why}): is it running? "
+        raise ClusterError(f"the Dask scheduler at {address} cannot be reached ({why}): is it running? "
                            f"(--scheduler, or {SCHEDULER_ENV})") from None
     # Dask bounds the connection but not the handshake after it (a port that accepts and never
     # answers waits for ever): the client is made on a thread this one waits for, within the timeout.
@@ -170,7 +171,7 @@ def _connected(address: str, timeout_s: float):
     maker.join(timeout_s + 1.0)
     if not made or isinstance(made[0], BaseException):
         why = type(made[0]).__name__ if made else "no handshake"
-        raise XlaprofError(f"the Dask scheduler at {address} did not answer as one within {timeout_s:g} s ({why}); "
+        raise ClusterError(f"the Dask scheduler at {address} did not answer as one within {timeout_s:g} s ({why}); "
                            f"raise the wait with --scheduler-timeout SECONDS (or {TIMEOUT_ENV})")
     with made[0] as client:
         yield client
@@ -224,7 +225,7 @@ def _run(client, fn: Callable, tasks: list, where: str) -> list:
                     try:
                         results[index[future.key]] = future.result()
                     except KilledWorker as exc:
-                        raise XlaprofError(
+                        raise ClusterError(
                             f"{where}: the Dask worker {exc.last_worker.address} died while analysing worker "
                             f"{index[future.key] + 1} of {len(tasks)}, as did the {exc.allowed_failures} before "
                             f"it that took the task (out of memory? a capture too large for one worker)") from None
@@ -256,7 +257,7 @@ class _WorkerWatch:
         try:
             now = set(self.client.nthreads())
         except (OSError, TimeoutError) as exc:  # the scheduler itself went away
-            raise XlaprofError(f"{self.where}: the scheduler stopped answering ({type(exc).__name__})") from None
+            raise ClusterError(f"{self.where}: the scheduler stopped answering ({type(exc).__name__})") from None
         self.left += sorted(self.workers - now)
         self.workers = now
         if now:
@@ -265,6 +266,6 @@ class _WorkerWatch:
             self.alone_since = time.monotonic()
         elif time.monotonic() - self.alone_since > NO_WORKER_GRACE_S:
             gone = ", ".join(self.left) or "none seen"
-            raise XlaprofError(f"{self.where} has had no worker for {NO_WORKER_GRACE_S:g} s while tasks waited "
+            raise ClusterError(f"{self.where} has had no worker for {NO_WORKER_GRACE_S:g} s while tasks waited "
                                f"(left while analysing: {gone}): the workers died or were stopped; start "
                                f"workers and run it again")

@@ -16,6 +16,7 @@ Contract:
   table columns) for the entry's lifetime.
 - With a Dask ``scheduler`` (or ``$XLAPROF_DASK_SCHEDULER``) the workers are analysed on that
   cluster (``xlaprof.pods``); the views that need a worker's events analyse it here when first asked.
+  A cluster that cannot run the analysis raises its ``ClusterError`` unkept: the next request asks again.
 - ``loads`` counts the sessions read from disk, and each read is logged at INFO ("reading
   session <dir>", shown by ``xlaprof -v dashboard``): the tests and the load benchmark check it.
 """
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlaprof.analysis import SessionAnalysis, analyze
-from xlaprof.errors import SessionLoadError, XlaprofError
+from xlaprof.errors import ClusterError, SessionLoadError, XlaprofError
 from xlaprof.pods import analysis_tasks, scheduler_address
 from xlaprof.session import XPLANE_SUFFIX, Session, storage
 
@@ -120,6 +121,8 @@ class AnalysisCache:
                 f"limit of {self.max_session_bytes / 2**20:.0f} MiB; analyse it with 'xlaprof analyze'"))
         try:
             return CachedAnalysis(run_dir, identity, self._analyze(run_dir))
+        except ClusterError:  # the cluster's failure, not the session's: asked again next time
+            raise
         except XlaprofError as exc:
             log.warning("session %s cannot be read: %s", storage.basename(run_dir), exc)
             return CachedAnalysis(run_dir, identity, None, str(exc))

@@ -109,3 +109,23 @@ def test_derived_values_are_built_once_per_entry(runs):
     for _ in range(3):
         entry.derived("n", lambda a: calls.append(1) or len(a.workers))
     assert calls == [1]
+
+
+def test_a_cluster_that_cannot_analyse_is_not_the_sessions_error(runs, tmp_path):
+    """A scheduler nobody listens on (a real closed port): the failure is shown, but neither the
+    cache nor the persisted index keeps it as the session's error; the next request asks again."""
+    from collectors.server import free_port
+    from xlaprof.analysis.summary import FIGURES_VERSION, logdir_figures
+    from xlaprof.errors import ClusterError
+    from xlaprof.session.index import SessionIndex
+
+    cache = AnalysisCache(scheduler=f"tcp://127.0.0.1:{free_port()}")
+    for attempt in (1, 2):
+        with pytest.raises(ClusterError, match="cannot be reached"):
+            cache.get(runs["a"])
+        assert cache.loads == attempt  # asked again, not served from the cache
+    index = SessionIndex.open(str(tmp_path), FIGURES_VERSION)
+    rows = logdir_figures(str(tmp_path), index=index, analysis_of=lambda run_dir: cache.get(run_dir).analysis)
+    assert [r.figures for r in rows] == [None, None] and all("cannot be reached" in r.error for r in rows)
+    rows = logdir_figures(str(tmp_path), index=index)  # the cluster is gone: analysed here, nothing stale kept
+    assert all(r.error is None and r.figures.steps == 4 for r in rows)

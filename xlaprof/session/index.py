@@ -18,7 +18,8 @@ Contract:
   names, sizes, modification times) are exactly those it was computed from and ``parse`` accepts
   it, so it is never trusted over the files; else ``compute(run_dir)``, stored. An
   ``XlaprofError`` that ``compute`` raises is the session's ``error``, stored alike (a broken
-  session is not re-read per listing either).
+  session is not re-read per listing either), but for a ``ClusterError`` (a Dask cluster that
+  could not analyse it): returned, never stored, so the next listing asks again.
 - ``index.save(runs)`` writes the file atomically when something was computed, keeping the
   entries of ``runs`` only (sessions removed from the logdir drop out) and merging entries another
   process wrote meanwhile. A logdir that cannot be written is logged, never an error.
@@ -33,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from xlaprof.errors import XlaprofError
+from xlaprof.errors import ClusterError, XlaprofError
 from xlaprof.session import storage
 from xlaprof.session.layout import SessionSummary, profile_root
 
@@ -84,6 +85,8 @@ class SessionIndex:
                 log.info("recomputing the summary of %s: %s", session.path, exc)
         try:
             entry = IndexEntry(files, compute(session.path), None)
+        except ClusterError as exc:  # the cluster's failure, not the session's: neither kept nor stored
+            return None, str(exc)
         except XlaprofError as exc:
             entry = IndexEntry(files, None, str(exc))
         with self._lock:
