@@ -18,7 +18,7 @@ loaded with the page, so that ``dcc.Graph`` never fetches the full 4.8 MB one. N
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from dash import Dash, Input, Output, dcc, html
 from dash.exceptions import DependencyException
@@ -91,7 +91,8 @@ def page_for(state: AppState, pathname: object, search: object) -> html.Div:
         if path.rstrip("/") == ui.COMPARE_PATH:
             return pages_compare.layout(state, search if isinstance(search, str) else "")
         if path.startswith(ui.SESSION_PREFIX):
-            return pages_session.layout(state, path[len(ui.SESSION_PREFIX):].rstrip("/"),
+            # The run's name, percent-decoded once as its link encoded it (session_href): "run with space".
+            return pages_session.layout(state, unquote(path[len(ui.SESSION_PREFIX):].rstrip("/")),
                                         search if isinstance(search, str) else "")
     except Exception as exc:  # a bug drawing one page must not take the app down
         log.exception("drawing %s failed", printable(path))

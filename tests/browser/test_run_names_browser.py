@@ -44,6 +44,7 @@ def test_each_odd_name_opens_from_its_link_and_its_url(site, browser, name):
     wait_for(browser, "document.getElementById('session-title') || document.getElementById('not-found')")
     assert browser.execute_script("return !document.getElementById('not-found')"), browser.page_source[:500]
     assert urllib.parse.unquote(browser.current_url.rsplit("/", 1)[1]) == name
+    assert browser.execute_script("return document.getElementById('session-title').textContent") == name
     browser.get(browser.current_url)  # the same URL typed again: the first page comes in the layout
     wait_for(browser, "document.getElementById('session-title') || document.getElementById('not-found')")
     assert browser.execute_script("return !document.getElementById('not-found')")
