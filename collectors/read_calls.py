@@ -13,9 +13,10 @@ nothing reads a tensor value. Reads under ``torch.inference_mode()`` are marked 
 
 ``READ_OPS`` are the ops whose XLA kernel reads a device value: ``_local_scalar_dense`` (``.item()``,
 ``bool(t)``, ``int(t)``, ``float(t)``, a tensor as an index or a condition), ``nonzero`` (and
-``argwhere``, ``torch.where(c)``), ``equal`` and the ``unique`` family (run on the CPU by torch_xla).
-Reads made otherwise (``.cpu()``, ``print(t)``, ``.tolist()``, another op's CPU fallback) are named
-by the stack sampler alone.
+``argwhere``, ``torch.where(c)``), ``equal``, the ``unique`` family, ``masked_select`` and ``isin``
+(run on the CPU by torch_xla 2.9), and ``_to_copy`` when it copies to the CPU (``.cpu()``,
+``print(t)``, ``.tolist()``, ``.numpy()``; a copy that stays on the device is not marked). Reads made
+otherwise (another op's CPU fallback) are named by the stack sampler alone.
 """
 from __future__ import annotations
 
@@ -28,7 +29,17 @@ from collectors import stack_sampler, torch_xla_import
 from collectors.stack_runs import StackReader, hide_innermost
 from xlaprof.xspace.vocabulary import PY_READ_STACK_STAT, READ_CALL_EVENT, USER_SPAN_LEVEL
 
-READ_OPS = ("_local_scalar_dense", "nonzero", "equal", "_unique2", "unique_dim", "unique_consecutive")
+READ_OPS = ("_local_scalar_dense", "nonzero", "equal", "_unique2", "unique_dim", "unique_consecutive", "masked_select",
+            "isin.Tensor_Tensor", "isin.Tensor_Scalar", "isin.Scalar_Tensor", "_to_copy")
+
+
+def _reads(name: str, kwargs: dict) -> bool:
+    """Whether this call of op ``name`` reads a device value: ``_to_copy`` only to the CPU."""
+    if name != "_to_copy":
+        return True
+    device = kwargs.get("device")
+    return device is not None and getattr(device, "type", device) == "cpu"
+
 _DISPATCH_KEY = "XLA"
 
 log = logging.getLogger("xlaprof")
@@ -51,7 +62,7 @@ def install() -> None:
                 warnings.simplefilter("ignore")
                 for name in READ_OPS:
                     xla_kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{name}", _DISPATCH_KEY)
-                    library.impl(name, _marking_kernel(xla_kernel, profiler), _DISPATCH_KEY, with_keyset=True)
+                    library.impl(name, _marking_kernel(name, xla_kernel, profiler), _DISPATCH_KEY, with_keyset=True)
         except Exception as exc:  # instrumentation must never take the worker down: the sampler still names reads
             log.warning("xlaprof: reads are not marked at their calls (%s); the stack sampler alone names them", exc)
             _library = False
@@ -59,12 +70,13 @@ def install() -> None:
         _library = library
 
 
-def _marking_kernel(xla_kernel, profiler):
+def _marking_kernel(name: str, xla_kernel, profiler):
     is_enabled, trace_me, call = profiler.TraceMe.is_enabled, profiler.TraceMe, xla_kernel.call_boxed
 
     def kernel(keyset, *args, **kwargs):
         caller = sys._getframe().f_back  # the frame that called the op (kernels run in C++); None from C++ alone
-        if caller is None or not is_enabled(USER_SPAN_LEVEL) or stack_sampler.rate() == 0:
+        if (caller is None or not is_enabled(USER_SPAN_LEVEL) or stack_sampler.rate() == 0
+                or not _reads(name, kwargs)):
             return call(keyset, *args, **kwargs)
         with trace_me(READ_CALL_EVENT, **{PY_READ_STACK_STAT: StackReader().read(caller).text}):
             return call(keyset, *args, **kwargs)

@@ -125,6 +125,10 @@ READ_MARK_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
                  torch.unique((w > 0).int()).numel()]  # READ 5
         with torch.inference_mode():
             found.append(w.detach().sum().item())  # READ 6
+        found.append(torch.masked_select(w, w > 0).shape[0])  # READ 7
+        found.append(list(torch.isin((w > 0).int(), torch.ones(1, dtype=torch.int32).to(dev)).shape))  # READ 8
+        found.append(round(float(w.detach().cpu().sum()), 4))  # READ 9: a copy to the CPU
+        found.append(str(w.to(torch.bfloat16).dtype))  # a copy on the device: no read, no mark
         loss.backward()  # the reads left autograd as it was
         torch_xla.sync()
         found.append(w.grad.sum().item())
@@ -149,7 +153,7 @@ def test_reading_ops_mark_their_calls_and_change_nothing_else(tmp_path):
     # come from torch/functional.py, called from the script's line).
     callers = [next(frame for frame in reversed(stat_text(stacks[int(r)]).splitlines()) if frame.startswith(script))
                for r in rows]
-    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 7)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
+    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 10)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
     assert callers == [f"{script}:{line} reads" for line in lines], callers
 
 

@@ -58,7 +58,9 @@ CONTRACT_KEYS = frozenset(
     + ["gaps[].stack", "findings[].stack", "findings[].code", "findings[].called_from", "notes",
        "transfers_from_device.by_source", "idle_by_line"]
     + [f"idle_by_line[].{k}" for k in ("source", "code", "cause", "idle_us", "pieces", "stack", "called_from",
-                                       "spans")])
+                                       "spans")]
+    # Added in 2.2: one finding per cause and line, its spans as the breakdown.
+    + ["findings[].spans"] + [f"findings[].spans[].{k}" for k in ("span", "lost_us")])
 
 
 def key_paths(value, prefix: str = "") -> set[str]:

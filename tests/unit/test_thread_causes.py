@@ -92,3 +92,45 @@ def test_a_users_xp_trace_is_a_span(tmp_path, name):
     python.event("SyncTensorsGraphInternal", 850, 30)
     out = report(tmp_path, builder)
     assert any(f["span"] == name for f in out["findings"]), out["findings"]
+
+
+def test_one_finding_per_cause_and_line_with_its_spans_inside(tmp_path):
+    """A line whose time fell in two spans is one finding: the spans are its breakdown."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event("make_batch", 100, 300)
+    python.event("forward", 400, 400)
+    python.event("SyncTensorsGraphInternal", 850, 30)
+    stacks = {"main": MAIN, "work": f"{MAIN}\n/work/train.py:40 helper"}
+    # The thread runs line 40 in each span, the loop's line between them (where the next span opens).
+    runs = [(0, 100, "main"), (100, 398, "work"), (398, 402, "main"), (402, 800, "work"), (800, 1000, "main")]
+    add_stack_samples(host, thread_line_id=1, runs=runs, stacks=stacks, cpu_share={"main": 1.0, "work": 1.0})
+    out = report(tmp_path, builder)
+    at_line = [f for f in out["findings"] if f["source"] == "/work/train.py:40"]
+    assert len(at_line) == 1, at_line
+    (finding,) = at_line
+    # [398, 402]: the loop's line, but forward opened at 400 after that run began: the sampler's run is
+    # stale there and the line seen next (40) names it.
+    assert finding["span"] == "forward" and finding["lost_us"] == pytest.approx(700.0)
+    assert finding["spans"] == [{"span": "forward", "lost_us": pytest.approx(402.0)},
+                                {"span": "make_batch", "lost_us": pytest.approx(298.0)}]
+    assert "in 2 spans (forward, make_batch)" in finding["detail"]
+
+
+def test_a_read_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_path):
+    """An op's CPU fallback run by the autograd engine's thread inside ``loss.backward()`` reads on a
+    thread the sampler never saw: the read is named at the training thread's line, the backward."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event("SyncTensorsGraphInternal", 850, 30)
+    engine = host.line("pt_autograd_0", line_id=2)
+    engine.event("TensorCollectionBarrier", 300, 20)
+    engine.event("PjRtComputationClient::TransferFromDevice", 320, 80)
+    stacks = {"main": MAIN, "backward": f"{MAIN}\n/work/train.py:33 step\n/venv/lib/python3.11/site-packages/torch/"
+                                        "_tensor.py:625 backward"}
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 200, "main"), (200, 800, "backward"), (800, 1000, "main")],
+                      stacks=stacks, cpu_share={"main": 1.0, "backward": 0.05})
+    out = report(tmp_path, builder)
+    assert out["transfers_from_device"]["by_source"] == {"/work/train.py:33": 1}
+    read = next(f for f in out["findings"] if f["kind"] == "transfer_from_device")
+    assert read["source"] == "/work/train.py:33"

@@ -24,7 +24,8 @@ add up to its idle time. The rules:
    open on that thread (the training loop's thread) at the piece's middle, where rule 4 reads
    its stack too (so a piece's span and line name the same moment).
 4. Each piece names the Python stack of the thread doing that host work (where the worker's
-   sampler recorded stacks): for a compile or transfer, what the sampler first saw during that
+   sampler recorded stacks; a piece of tracing, blocked or unattributed time, named by a moment,
+   never spans two of the training thread's sampled runs): for a compile or transfer, what the sampler first saw during that
    event (for a read, the whole reading call); for tracing, at the piece's middle on the tracing
    thread; for blocked and unattributed time, on the training loop's thread.
 A blocking read here is the whole Python call that reads (``HostActivity.transfers_from_device``):
@@ -132,7 +133,9 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     compiling = causes.starts[CODE[Cause.COMPILE]], causes.ends[CODE[Cause.COMPILE]]
     read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(host.transfers_from_device, g0, g1, *compiling)
 
-    points = [g0, g1, read_start, read_end]
+    # The training thread's sampled runs cut pieces too: each piece is one run's, named by its stack.
+    run_starts = host.stacks.runs_on(host.main_line)[0]
+    points = [g0, g1, read_start, read_end, run_starts[(run_starts > w0) & (run_starts < w1)]]
     for code in range(1, len(CAUSES)):
         s, e = intervals.clip(causes.starts[code], causes.ends[code], w0, w1)
         points += [s, e]
@@ -149,8 +152,10 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     in_call = (share >= 0) & (mids < np.append(call_end, -np.inf)[share])  # share -1: the -inf
     state[(share >= 0) & ~(in_call & (state == CODE[Cause.COMPILE]))] = CODE[Cause.TRANSFER_FROM_DEVICE]
     # Merge consecutive elementary intervals of the same gap and cause into one piece.
+    run = np.searchsorted(run_starts, mids, side="right")
+    run[state >= CODE[Cause.TRANSFER_TO_DEVICE]] = -1  # a piece named by its event is not cut at runs
     new_run = np.ones(left.size, bool)
-    new_run[1:] = (gap[1:] != gap[:-1]) | (state[1:] != state[:-1])
+    new_run[1:] = (gap[1:] != gap[:-1]) | (state[1:] != state[:-1]) | (run[1:] != run[:-1])
     first = np.flatnonzero(new_run)
     last = np.append(first[1:] - 1, left.size - 1)
     start, end = left[first], right[last]

@@ -1,7 +1,9 @@
 """Ranked, actionable findings: what cost device time, where, and the fix in torch_xla terms.
 
 Contract: ``rank_findings(costs, compiles, reads, fallbacks, executions)`` turns the idle time
-charged to each (cause, span, Python line) (``idle_costs.CauseCost``) into ``Finding`` rows, adds
+charged to each (cause, Python line) (``idle_costs.CauseCost``, merged over spans by
+``idle_costs.one_per_line``: one finding per line, its ``spans`` the breakdown, its ``span`` the
+costliest; a cost without a line stays one per span) into ``Finding`` rows, adds
 CPU fallbacks from the worker metrics and the forced executions of the debug files, and returns
 them sorted by ``cost_us`` (device microseconds, summed over devices and workers), largest first:
 ``lost_us``, the idle time, and for reads ``busy_added_us``, the device time they added to the
@@ -25,7 +27,7 @@ from xlaprof.analysis.attribution import Cause
 from xlaprof.analysis.call_sites import group_at_call_sites
 from xlaprof.analysis.compiles import EDGE_COMPILE_CAUSES, CompileSummary
 from xlaprof.analysis.frames import line_text, short_location
-from xlaprof.analysis.idle_costs import CauseCost
+from xlaprof.analysis.idle_costs import CauseCost, one_per_line
 from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.reads import ReadSummary
 from xlaprof.analysis.span_index import NO_SPAN
@@ -50,6 +52,7 @@ class Finding:
     called_from: str | None = None  # the nearest frame above source in another file
     inside: tuple = ()  # call_sites.LibraryLine: for a finding at the user's call into a library, its lines
     busy_added_us: float = 0.0  # reads: device time they added to the work running during them
+    spans: tuple[tuple[str | None, float], ...] = ()  # (span, idle us) per span the line's time fell in
 
     @property
     def cost_us(self) -> float:
@@ -69,7 +72,7 @@ class ExecutionCause:
 
 def rank_findings(costs: list[CauseCost], compiles: CompileSummary, reads: ReadSummary,
                   fallbacks: dict[str, float], executions: list[ExecutionCause] = ()) -> list[Finding]:
-    costs = group_at_call_sites([cost for cost in costs if cost.lost_us > 0])
+    costs = one_per_line(group_at_call_sites([cost for cost in costs if cost.lost_us > 0]))
     findings = [_cost_finding(cost, compiles, reads) for cost in costs]
     for row in executions:
         if FORCED_BY_READ in (row.cause or "") and row.frame:
@@ -99,13 +102,22 @@ def _fallback_finding(fallbacks: dict[str, float], findings: list[Finding]) -> F
                    ADVICE[FindingKind.CPU_FALLBACK], detail, int(sum(fallbacks.values())))
 
 
+def _where(cost: CauseCost) -> str:
+    """The spans a finding's time fell in, in words: "in train_step", "in 3 spans (a, b, c)"."""
+    names = [span or NO_SPAN for span, _ in cost.spans] or [cost.span or NO_SPAN]
+    if len(names) > 1:
+        return f"in {len(names)} spans ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+    return f"in {names[0]}" if names[0] != NO_SPAN else "outside any span"
+
+
 def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary) -> Finding:
-    where = f"in {cost.span}" if cost.span else "outside any span"
+    where = _where(cost)
     span_key = cost.span or NO_SPAN
+    span_keys = [span or NO_SPAN for span, _ in cost.spans] or [span_key]
     kind, count, added = FindingKind(cost.cause.value), cost.pieces, 0.0
     if cost.cause is Cause.COMPILE:
-        graphs = compiles.recompiled_spans.get(span_key, 0)
-        count = compiles.by_span.get(span_key, 0)
+        graphs = sum(compiles.recompiled_spans.get(key, 0) for key in span_keys)
+        count = sum(compiles.by_span.get(key, 0) for key in span_keys)
         if graphs > 1:
             kind = FindingKind.RECOMPILATION
             what = f"{count} compiles of {graphs} different graphs"
@@ -154,7 +166,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
     advice = advice_for(kind, cost.stack + (cost.inside[0].source,), cost.inside[0].code) if cost.inside \
         else advice_for(kind, cost.stack, code)
     return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from,
-                   cost.inside, added)
+                   cost.inside, added, cost.spans)
 
 
 def _busy_added(cost: CauseCost, reads: ReadSummary, span_key: str) -> float:

@@ -16,9 +16,12 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   ``tracing`` (the lazy tensor machinery, and the user's spans on threads whose stacks were not
   sampled: there a span is the best sign of the host running the step's Python; where the sampler
   ran, what the thread was doing decides, not which span was open: ``sampled_work``).
-- ``spans``: the user spans (``SpanIndex``) and ``main_line``, the training loop's thread.
+- ``spans``: the user spans (``SpanIndex``) and ``main_line``, the training loop's thread (the one
+  its spans cover most; without spans, the sampled main thread, else the busiest Python thread).
 - ``read_stack``: per read (in ``transfers_from_device`` order), the stack id of its Python call
-  (``StackSamples.reads_on``), -1 where unknown.
+  (``StackSamples.reads_on``); for a read on a thread that runs no Python (the autograd engine's
+  thread running an op's CPU fallback inside ``loss.backward()``), the training thread's stack at
+  the read: the line that waits for it; -1 where unknown.
 - ``compile_stack``: per compile (in ``compiles`` order), the stack id of the Python that compiled:
   where the compile ran inside a read's call on its thread (a read forces the compile of the graph
   it needs: ``.item()``, a library's ``x in t``), that read's (the sampler, kept off the GIL through
@@ -40,7 +43,7 @@ import numpy as np
 from xlaprof.analysis import intervals
 from xlaprof.analysis.frames import PyStack
 from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.python_stacks import StackSamples
+from xlaprof.analysis.python_stacks import MAIN_THREAD, StackSamples
 from xlaprof.analysis.span_index import SpanIndex, compiler_rows
 from xlaprof.framework_files import is_torch_file
 from xlaprof.xspace import vocabulary
@@ -148,10 +151,11 @@ class HostActivity:
         boundary_rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
         stacks.moved_on = _moved_on(plane, boundary_rows, tfd_rows, spans)
         main_line = spans.busiest_line()
-        if main_line < 0:
-            main_line = busiest
+        if main_line < 0:  # no spans: the sampled main thread's line, else the busiest Python line
+            main_line = next((line for line, name in stacks.thread_names.items() if name == MAIN_THREAD), busiest)
         chain = EventSet.of(plane, np.setdiff1d(runtime_rows, boundary_rows))
         tfd, read_stack = _read_calls(EventSet.of(plane, tfd_rows), chain, EventSet.of(plane, boundary_rows), stacks)
+        read_stack = _waited_for_reads(tfd, read_stack, stacks, main_line)
         compile_rows = plane.rows_named(vocabulary.GRAPH_COMPILE)
         if compile_rows.size == 0:
             compile_rows = plane.rows_named(vocabulary.BACKEND_COMPILE)
@@ -178,6 +182,18 @@ class HostActivity:
     def spans_at(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
         """``span_at`` for each (line, time) pair at once."""
         return self.spans.innermost_all(np.where(lines >= 0, lines, self.main_line), times)
+
+
+def _waited_for_reads(reads: EventSet, read_stack: np.ndarray, stacks: StackSamples, main_line: int) -> np.ndarray:
+    """``read_stack`` with the reads of threads that run no Python (the sampler, which samples every
+    Python thread, never saw them) named by the training thread's stack at the read."""
+    no_python = ~np.isin(reads.line, np.array(stacks.sampled_lines, np.int32)) & (read_stack < 0)
+    if not no_python.any() or main_line < 0 or not len(stacks):
+        return read_stack
+    named = read_stack.copy()
+    pick = np.flatnonzero(no_python)
+    named[pick] = stacks.at(np.full(pick.size, main_line, np.int64), reads.start[pick])
+    return named
 
 
 def _compile_stacks(compiles: EventSet, reads: EventSet, read_stack: np.ndarray,

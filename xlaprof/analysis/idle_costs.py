@@ -9,12 +9,16 @@ the window's edges that no stack explains form their own groups (``at_capture_ed
 ``worker_cost_groups(w)`` is one worker's share of it (what a task on a cluster sends back) and
 ``merge_cost_groups(parts)`` merges those into the same ``CauseCost`` rows.
 ``idle_by_line(costs)`` sums the groups that name a line over their spans: Python lines ranked by
-the idle time they caused, per cause, largest first.
+the idle time they caused, per cause, largest first. ``one_per_line(costs)`` merges the groups of
+one (cause, line) across spans into one ``CauseCost`` (what a finding is: a line is fixed once,
+whichever spans it ran in), named by its costliest span and stack, with ``spans``, the idle time
+per span, as its breakdown, and the library lines ``inside`` merged; groups without a line stay
+one per span (the span is all that names them).
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -36,6 +40,7 @@ class CauseCost:
     called_from: str | None = None  # the nearest frame above ``source`` in another file
     at_capture_edge: bool = False  # unattributed time at the window's edges with no stack
     inside: tuple = ()  # call_sites.LibraryLine: the library lines behind a cost grouped at the user's call
+    spans: tuple[tuple[str | None, float], ...] = ()  # one_per_line: (span, idle us) per span, costliest first
 
 
 @dataclass
@@ -131,3 +136,33 @@ def idle_by_line(costs: list[CauseCost]) -> list[LineIdle]:
         if cost.span and cost.span not in row.spans:
             row.spans.append(cost.span)
     return sorted(lines.values(), key=lambda r: (-r.idle_us, r.source))
+
+
+def one_per_line(costs: list[CauseCost]) -> list[CauseCost]:
+    """See the contract: one cost per (cause, line, at edge), spans as its breakdown."""
+    groups: dict[tuple, list[CauseCost]] = defaultdict(list)
+    for cost in costs:
+        groups[(cost.cause, cost.source or ("span", cost.span), cost.at_capture_edge)].append(cost)
+    merged = []
+    for members in groups.values():
+        members.sort(key=lambda c: -c.lost_us)
+        spans: dict[str | None, float] = defaultdict(float)
+        for member in members:
+            spans[member.span] += member.lost_us
+        merged.append(replace(members[0], lost_us=sum(c.lost_us for c in members),
+                              pieces=sum(c.pieces for c in members), inside=_merged_inside(members),
+                              spans=tuple(sorted(spans.items(), key=lambda kv: -kv[1]))))
+    return merged
+
+
+def _merged_inside(members: list[CauseCost]) -> tuple:
+    """The library lines of several costs at one call site, one row per line, costliest first."""
+    if len(members) == 1:
+        return members[0].inside
+    rows: dict[str, object] = {}
+    for line in (line for member in members for line in member.inside):
+        seen = rows.get(line.source)
+        rows[line.source] = line if seen is None else replace(seen, pieces=seen.pieces + line.pieces,
+                                                              lost_us=seen.lost_us + line.lost_us)
+    return tuple(sorted(rows.values(), key=lambda line: -line.lost_us))
+

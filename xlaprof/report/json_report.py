@@ -110,7 +110,8 @@ def reads_json(reads: ReadSummary) -> dict:
 
 
 def finding_json(f: Finding) -> dict:
-    return dict(asdict(f), kind=f.kind.value, stack=list(f.stack))
+    return dict(asdict(f), kind=f.kind.value, stack=list(f.stack),
+                spans=[{"span": span, "lost_us": us} for span, us in f.spans])
 
 
 def steps_json(steps: StepTable) -> Columns:
