@@ -158,7 +158,9 @@ def test_compiles_link_to_the_program_first_run_after_them():
 def test_words_for_sizes_buckets_and_trends():
     assert diff.buckets([8, 12, 16, 20, 24]) == [8, 16, 24]
     assert diff.buckets(list(range(21, 40))) == [24, 32, 40]
-    assert diff.buckets([1, 100, 1000]) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    assert diff.buckets([1, 100, 1000]) == [1024]  # 11 powers of two would keep all three graphs
+    assert diff.buckets([1, 2, 3, 5, 9, 17, 33, 65, 100, 129, 257, 513, 1000]) == [1, 2, 4, 8, 16, 32, 64, 128, 256,
+                                                                                512, 1024]
     assert diff.sizes_text([8, 12, 8, 16]) == "8, 12, 16"
     assert diff.sizes_text(list(range(21, 40))) == "21, 22, ..., 39 (19 sizes, growing by 1 every compile)"
     assert diff.sizes_text([0.5, 0.25]) == "0.5, 0.25"
@@ -228,8 +230,21 @@ def test_a_size_made_inside_the_graph_is_named_with_the_lines_that_make_it():
 
 def test_buckets_are_a_padding_rule_not_the_sizes_seen():
     assert diff.buckets([19, 20, 21, 22]) == [24] and diff.buckets_text([24]) == "pad to 24"
-    assert diff.buckets([16, 24, 40]) == [16, 24, 32, 40]
+    # A rule that keeps as many graphs as sizes seen removes no compile: never the sizes seen again.
+    assert diff.buckets([16, 24, 40]) == [32, 64]
+    assert diff.buckets([360, 368, 376]) == [368, 384]
+    assert diff.buckets([16, 24]) == [24]  # two aspect buckets: one graph, padded to the larger
+    assert diff.buckets([32, 40, 48, 56]) == [32, 48, 64]
     assert diff.buckets_text([16, 24, 32, 40]) == "multiples of 8: 16, 24, 32, 40"
     assert diff.buckets(list(range(17, 60))) == [32, 48, 64]  # 8 would make 6 buckets
     assert diff.buckets_text([32, 48, 64]) == "multiples of 16: 32, 48, 64"
     assert diff.buckets_text([1, 2, 4, 8]) == "powers of two: 1, 2, 4, 8"
+
+
+def test_a_size_growing_by_one_per_compile_is_told_as_a_growing_sequence():
+    from xlaprof.analysis.recompiles import ADVICE, ChangeKind, _bucket_advice
+
+    _, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], {"S": [7, 8, 9]})
+    assert "grows by one at every compile" in advice and 'cache_implementation="static"' in advice
+    _, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], {"B": [32, 40, 48]})
+    assert "grows by one" not in advice and "multiples of 16: 32, 48" in advice

@@ -97,6 +97,11 @@ ADVICE_INNER = (
     "A size inside the graph comes from a Python int (torch.arange(n), torch.randn(b, n, d, device=...), "
     "x[:, :n], expand): torch_xla compiles one graph per value. Pad {symbols} to a few sizes ({buckets}) "
     "and mask the padding, so that a handful of graphs serve every step.")
+ADVICE_GROWING_SEQUENCE = (
+    "{symbols} grows by one at every compile, as a sequence decoded a token at a time (a generation loop's "
+    "prompt or KV cache) does: pad the prompts to one length and keep the KV cache static (transformers: "
+    "generate(..., cache_implementation=\"static\") with padded input_ids and attention_mask), so one graph "
+    "serves every length.")
 ADVICE_STATE_CREATED = (
     "The optimizer creates its state (e.g. AdamW's exp_avg and exp_avg_sq) at its first step, so the first "
     "step's graph has fewer inputs than the later ones: one compile more, once; nothing to fix.")
@@ -326,7 +331,16 @@ def _bucket_advice(template: str, sizes: dict[str, list[int]]) -> tuple[dict[str
         symbols=" and ".join(suggested), them="them" if len(suggested) > 1 else "it",
         buckets="; ".join(f"{sym}: {diff.buckets_text(b)}" if len(suggested) > 1 else diff.buckets_text(b)
                           for sym, b in suggested.items()))
+    growing = [sym for sym, values in sizes.items() if _grows_by_one(values)]
+    if growing:
+        advice += " " + ADVICE_GROWING_SEQUENCE.format(symbols=" and ".join(growing))
     return suggested, advice
+
+
+def _grows_by_one(values: list[int]) -> bool:
+    """A size one larger at every compile, three compiles or more: a sequence growing a token at a time."""
+    distinct = list(dict.fromkeys(values))
+    return len(distinct) >= 3 and all(b - a == 1 for a, b in zip(distinct, distinct[1:]))
 
 
 def _inner_summary(inner: InnerShapes, across: str) -> tuple[ChangeKind, str, dict]:

@@ -8,9 +8,10 @@ Contract (pure functions over ``hlo.GraphSignature``):
   graphs, named by symbols (``B`` for a leading dimension first, then ``S``, ``N``, ...); dims
   that change together (the same sizes in every graph) share a symbol, like a batch size shared
   by the inputs and labels. Returns ``SymbolicInput`` rows and {symbol: sizes per graph}.
-- ``buckets(sizes)``: a few padded sizes that cover ``sizes``, by a padding rule:
-  multiples of 8 (or of a larger power of two, to keep at most ``MAX_BUCKETS``) when the sizes
-  span less than 8x, else powers of two; ``buckets_text(padded)`` says which.
+- ``buckets(sizes)``: a few padded sizes that cover ``sizes`` and make fewer graphs than the sizes
+  seen, by a padding rule: multiples of 8 (or of a larger power of two, to keep at most
+  ``MAX_BUCKETS`` and fewer than the sizes), one size where one bucket is left, else powers of two
+  when the sizes span 8x or more; ``buckets_text(padded)`` says which.
 - ``sizes_text(values)``: "8, 12, 16, 20, 24", or "21, 22, ..., 39 (19 sizes, growing by 1 every
   compile)" for long runs.
 """
@@ -114,16 +115,22 @@ def changed_dtypes(signatures: list[GraphSignature]) -> list[tuple[int, list[str
 
 
 def buckets(sizes: list[int]) -> list[int]:
-    """Padded sizes covering ``sizes``: multiples of 8 (of 16, 32, ... when that makes more than
-    ``MAX_BUCKETS``), or powers of two when the sizes span 8x or more."""
-    low, high = min(sizes), max(sizes)
+    """Padded sizes covering ``sizes`` that make fewer graphs than the sizes seen (a rule that keeps
+    as many graphs removes no compile): multiples of 8 (of 16, 32, ... while that makes more than
+    ``MAX_BUCKETS`` or no fewer than the distinct sizes), or powers of two when the sizes span 8x or
+    more (the largest alone where even those are no fewer)."""
+    low, high, distinct = min(sizes), max(sizes), len(set(sizes))
     if low <= 0 or high / low >= 8:
         start = max(int(math.ceil(math.log2(max(low, 1)))), 0)
         stop = int(math.ceil(math.log2(max(high, 1))))
-        return [2 ** e for e in range(start, stop + 1)]
+        powers = [2 ** e for e in range(start, stop + 1)]
+        return powers if len(powers) < distinct or distinct == 1 else powers[-1:]
     step = MIN_BUCKET_STEP
-    while math.ceil(high / step) - math.ceil(low / step) + 1 > MAX_BUCKETS:
+    count = lambda: math.ceil(high / step) - math.ceil(low / step) + 1  # noqa: E731
+    while count() > MAX_BUCKETS or (distinct > 1 and count() >= distinct):
         step *= 2
+    if count() == 1:  # one graph: the largest size, padded as little as the rule allows
+        return [math.ceil(high / MIN_BUCKET_STEP) * MIN_BUCKET_STEP]
     return list(range(math.ceil(low / step) * step, math.ceil(high / step) * step + 1, step))
 
 
