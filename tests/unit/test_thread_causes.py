@@ -134,3 +134,15 @@ def test_a_read_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_
     assert out["transfers_from_device"]["by_source"] == {"/work/train.py:33": 1}
     read = next(f for f in out["findings"] if f["kind"] == "transfer_from_device")
     assert read["source"] == "/work/train.py:33"
+
+
+def test_steps_without_spans_run_from_one_sync_to_the_next(tmp_path):
+    """No step spans and no device Steps line: the training thread's explicit syncs bound the steps."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    for start in (90, 490, 880):
+        python.event("StepMarker", start, 10)
+    out = report(tmp_path, builder)
+    (steps,) = out["steps"].values()
+    assert [(s["name"], s["start_us"], s["wall_us"]) for s in steps] == [("step 0", 100.0, 400.0),
+                                                                          ("step 1", 500.0, 390.0)]

@@ -42,3 +42,12 @@ def test_one_worker_has_no_stragglers_and_no_alignment(tmp_path):
     report = analysis_json(analyze(Session.load(run)))
     assert report["stragglers"] == [] and report["step_alignment"] == []
     assert set(report["per_worker"]) == {"host-a:9012"}
+
+
+def test_identical_workers_tie_no_straggler_and_no_slowest(tmp_path):
+    """Two copies of one capture: every step ties, so no worker is the slowest in any step."""
+    capture = training_capture(steps=20, devices=2, seed=1)
+    run = write_session(str(tmp_path), "twins", {"host-a_9012": capture, "host-b_9012": capture})
+    report = analysis_json(analyze(Session.load(run)))
+    assert len(report["step_alignment"]) == 20
+    assert report["stragglers"] == [] and report["slowest_in_steps"] == {}

@@ -340,7 +340,7 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     _link_programs(records, programs, hlo)
     reads = summarize_reads(host, busy_added(devices, programs, host.transfers_from_device))
     return WorkerAnalysis(worker, window, devices, host, pieces, records, reads,
-                          step_table(devices, pieces, host.spans, window), metrics, debug, programs, hlo)
+                          step_table(devices, pieces, host, window), metrics, debug, programs, hlo)
 
 
 def _recorded(window: tuple[float, float], host: HostActivity, devices: list[DeviceTimeline]) -> tuple[float, float]:

@@ -1,9 +1,12 @@
 """Per-step breakdown: for each training step, device busy time and idle time by cause.
 
-Contract: ``step_table(devices, pieces, spans, window)`` returns a ``StepTable`` with one row per step
+Contract: ``step_table(devices, pieces, host, window)`` returns a ``StepTable`` with one row per step
 span (``xlaprof.step`` or torch_xla's ``StepTrace``: host spans with a ``step_num``), ordered by
 start; where the host has none, one per event of the first device plane's "Steps" line (TPU
-captures; the event's name is its step number). ``busy_us`` and ``idle_us[:, code]`` are summed
+captures; the event's name is its step number); where neither exists, steps inferred from the
+training thread's explicit syncs (``torch_xla.sync()``, ``xm.mark_step()``, ``MpDeviceLoader``'s
+own): a step runs from one sync's end to the next's, named ``step <k>``, numbered from 0 in the
+window (a pod's workers, captured at once, number their steps alike). ``busy_us`` and ``idle_us[:, code]`` are summed
 over the worker's devices (microseconds of device time, so a 4-chip host can show up to 4x the
 step's wall time), with ``code`` indexing ``attribution.CAUSES``; ``rows()`` gives them as dicts (the JSON's and the
 notebook's rows). Steps are clipped to the analysis ``window``: a step still running where the
@@ -19,6 +22,7 @@ import numpy as np
 from xlaprof.analysis import intervals
 from xlaprof.analysis.attribution import CAUSES, GapPieces
 from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.host_activity import HostActivity
 from xlaprof.analysis.notebook_repr import short_repr
 from xlaprof.analysis.span_index import SpanIndex
 from xlaprof.xspace import vocabulary
@@ -58,11 +62,13 @@ class StepTable:
                 for values, by_cause in zip(zip(*columns.values()), idle_rows)]
 
 
-def step_table(devices: list[DeviceTimeline], pieces: GapPieces, spans: SpanIndex,
+def step_table(devices: list[DeviceTimeline], pieces: GapPieces, host: HostActivity,
                window: tuple[float, float]) -> StepTable:
-    number, name, start, end = _host_steps(spans)
+    number, name, start, end = _host_steps(host.spans)
     if number.size == 0:
         number, name, start, end = _device_steps(devices)
+    if number.size == 0:
+        number, name, start, end = _sync_steps(host, window)
     start, end = np.maximum(start, window[0]), np.minimum(end, window[1])
     inside = np.flatnonzero(end > start)
     number, name, start, end = number[inside], [name[i] for i in inside], start[inside], end[inside]
@@ -82,6 +88,21 @@ def _host_steps(spans: SpanIndex) -> tuple[np.ndarray, list[str], np.ndarray, np
     rows = np.flatnonzero((spans.step >= 0) & (spans.parent < 0)) if len(spans) else np.zeros(0, np.int64)
     rows = rows[np.argsort(spans.start[rows], kind="stable")]
     return spans.step[rows], [spans.name[i] for i in rows], spans.start[rows], spans.end[rows]
+
+
+def _sync_steps(host: HostActivity, window: tuple[float, float]) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """Steps between the training thread's explicit syncs (see the contract)."""
+    plane = host.plane
+    if plane is None or host.main_line < 0:
+        return np.zeros(0, np.int64), [], np.zeros(0), np.zeros(0)
+    rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
+    rows = rows[plane.events.line[rows] == host.main_line]
+    ends = np.unique(plane.events.start_us[rows] + plane.events.dur_us[rows])
+    ends = ends[(ends >= window[0]) & (ends <= window[1])]
+    if ends.size < 2:
+        return np.zeros(0, np.int64), [], np.zeros(0), np.zeros(0)
+    number = np.arange(ends.size - 1, dtype=np.int64)
+    return number, [f"step {k}" for k in number.tolist()], ends[:-1], ends[1:]
 
 
 def _device_steps(devices: list[DeviceTimeline]) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:

@@ -6,7 +6,8 @@ Contract: ``compare_workers(workers)`` returns a ``WorkerComparison``:
   starter shows), at most ``MAX_ALIGNED_STEPS`` of them;
 - ``per_worker``: each worker's median step time and its idle time by cause inside its steps;
 - ``slowest_in_steps``: per worker, in how many of the steps every worker ran it was the slowest
-  (most steps first; ties go to the first worker);
+  by more than ``TIE_SHARE`` of the step (most steps first; a step the slowest workers tie in counts
+  for none: identical workers have no slowest);
 - ``stragglers``: the workers whose median step is more than ``STRAGGLER_RATIO`` times the
   median of all workers' medians, slowest first, each with how much slower and the idle cause
   that dominates its steps (why it is slow). Empty with fewer than two workers with steps.
@@ -26,6 +27,7 @@ from xlaprof.analysis.notebook_repr import short_repr
 
 MAX_ALIGNED_STEPS = 500
 STRAGGLER_RATIO = 1.10  # a worker 10% slower per step than the typical worker is a straggler
+TIE_SHARE = 0.02  # steps whose slowest workers are within 2% of each other have no slowest worker
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,11 @@ def _slowest(workers: list) -> dict[str, int]:
         return {}
     common, rows = common_step_rows(workers)
     walls = np.stack([w.steps.wall_us[r] for w, r in zip(workers, rows)])
-    counts = np.bincount(walls.argmax(axis=0), minlength=len(workers)) if common.size else np.zeros(len(workers), int)
+    if not common.size:
+        return {}
+    ranked = np.sort(walls, axis=0)
+    clear = ranked[-1] - ranked[-2] > TIE_SHARE * ranked[-1]
+    counts = np.bincount(walls.argmax(axis=0)[clear], minlength=len(workers))
     found = {w.worker.label: int(n) for w, n in zip(workers, counts) if n}
     return dict(sorted(found.items(), key=lambda kv: -kv[1]))
 
