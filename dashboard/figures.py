@@ -33,6 +33,8 @@ LANE_PX = 30
 STEP_BARS_MAX = 100  # steps drawn as bars; more as stacked areas
 FLAME_DEPTH = 10  # frames of the icicle shown at once; clicking a frame shows what is below it
 FLAME_LEVEL_PX = 34
+FLAME_TEXT_PX = 11  # a flame graph frame's name: smaller would be unreadable, so it is hidden instead
+SPAN_TEXT_PX = 10  # a span's name on its timeline bar, hidden where it does not fit at this size
 POD_ROW_PX, POD_MIN_PX = 13, 240  # the pod heatmap: a row per worker, 64 workers in about 900 px
 ALL_IDLE_COLOR = "#b03a2e"  # the pod heatmap's colour of all idle time (a cause's: its own)
 STRAGGLER_MARK = "#111111"
@@ -75,22 +77,28 @@ def timeline_figure(view: TimelineView) -> go.Figure:
     fig = go.Figure()
     labels = np.array(view.labels, dtype=object)
     hover = np.array(view.hover, dtype=object)
+    text = np.array(view.text, dtype=object) if view.text else np.full(len(view), "", dtype=object)
     for code, category in enumerate(CATEGORIES):
         pick = np.flatnonzero(view.category == code)
         if not pick.size:
             continue
+        # A span's name on its bar, left-aligned, where it fits (uniformtext hides what would not).
+        named = dict(text=text[pick], textposition="inside", insidetextanchor="start",
+                     textfont=dict(size=SPAN_TEXT_PX, color="#1f2328"), constraintext="inside") \
+            if text[pick].any() else {}
         fig.add_trace(go.Bar(
             orientation="h", y=labels[view.lane[pick]], base=view.start[pick] / AXIS_UNIT_US,
             x=(view.end[pick] - view.start[pick]) / AXIS_UNIT_US, name=label(category),
             marker=dict(color=color(category), opacity=view.opacity[pick], line=dict(width=0)),
-            hovertext=hover[pick], hoverinfo="text", width=0.8))
+            hovertext=hover[pick], hoverinfo="text", width=0.8, **named))
     fig.update_xaxes(range=[view.x0 / AXIS_UNIT_US, view.x1 / AXIS_UNIT_US], title_text="time (ms)",
                      showspikes=True, spikemode="across", spikethickness=1)
     # Lanes top to bottom in the timeline's order, all of them even where nothing is visible.
     fig.update_yaxes(categoryorder="array", categoryarray=view.labels[::-1], fixedrange=True,
                      range=[-0.5, len(view.labels) - 0.5])
     return _layout(fig, 80 + LANE_PX * max(len(view.labels), 1), barmode="overlay", dragmode="zoom",
-                   hovermode="closest", bargap=0.1, margin=dict(l=10, r=10, t=30, b=40))
+                   hovermode="closest", bargap=0.1, margin=dict(l=10, r=10, t=30, b=40),
+                   uniformtext=dict(mode="hide", minsize=SPAN_TEXT_PX))
 
 
 def idle_donut(ov: Overview) -> go.Figure:
@@ -172,10 +180,13 @@ def flame_figure(flame: Flame) -> go.Figure:
         values=[n.value for n in nodes], branchvalues="total", level=flame.top, maxdepth=FLAME_DEPTH,
         marker=dict(colors=[color(n.cause) for n in nodes], line=dict(width=1, color="#ffffff")),
         hovertext=[flame.hover(n) for n in nodes], hoverinfo="text", textinfo="label",
+        textfont=dict(size=FLAME_TEXT_PX),
         tiling=dict(orientation="v"), pathbar=dict(visible=True, side="top"), sort=False, leaf=dict(opacity=1.0)))
     top = flame.top.count(SEPARATOR) + 1 if flame.top != ROOT else 0
     depth = max((n.id.count(SEPARATOR) + 2 - top for n in nodes if n.id != ROOT), default=1)
-    return _layout(fig, 60 + FLAME_LEVEL_PX * min(depth, FLAME_DEPTH), margin=dict(l=0, r=0, t=30, b=0))
+    # A frame too narrow for its name at a readable size shows none (its hover still has it).
+    return _layout(fig, 60 + FLAME_LEVEL_PX * min(depth, FLAME_DEPTH), margin=dict(l=0, r=0, t=30, b=0),
+                   uniformtext=dict(mode="hide", minsize=FLAME_TEXT_PX))
 
 
 def cause_bars(view: CompareView) -> go.Figure:

@@ -31,7 +31,7 @@ from dashboard.figures import (
     timeline_figure,
     worker_chart,
 )
-from dashboard.grid import Column, ColumnKind, rows_response, server_grid, table_grid
+from dashboard.grid import MAX_MEASURED_ROWS, Column, ColumnKind, rows_response, server_grid, table_grid
 from dashboard.state import AppState
 from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.flame import frame_gaps, frame_label
@@ -121,7 +121,8 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                    "a source for its full path. Sources are the Python line of the gap's sampled stack, else its "
                    "span's line.",
                    className="muted"),
-            server_grid("gaps-table", GAP_COLUMNS, page_size=PAGE_SIZE, empty="No gap matches these filters."),
+            server_grid("gaps-table", GAP_COLUMNS, page_size=PAGE_SIZE, empty="No gap matches these filters.",
+                        values={column: labels[:MAX_MEASURED_ROWS] for column, (_, labels) in state.gaps(run).labels.items()}),
             html.P(f"{len(state.gaps(run)):,} gaps", id="gaps-info", className="muted"),
         ], className="section", id="gaps-section"),
         html.Div([

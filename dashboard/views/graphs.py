@@ -1,8 +1,9 @@
 """The compiled graphs of a session page: graphs, their ops, HLO text, and why places recompiled.
 
 Contract (no Dash; times in ms of device time, summed over devices):
-- ``graph_names(analysis)``: each graph's name for people, by (worker, program id): where it ran
-  (the dispatching span, else the compiling one) and the input sizes that tell it from the other
+- ``graph_names(analysis)``: each graph's name for people, by (worker, program id): where it was
+  compiled (its span, else its Python line; for a graph compiled before the window, the span that
+  dispatched it) and the input sizes that tell it from the other
   graphs of that place (``train_step [B=368]``), since every graph of a step shares XLA's module
   name (``SyncTensorsGraph.175``); ``xla_name`` is XLA's and torch_xla's name (module, program,
   hash), kept as a detail.
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from dashboard.views.axis import AXIS_UNIT_US
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.device_profile import NO_SOURCE, GraphProfile
+from xlaprof.analysis.frames import short_location
 from xlaprof.analysis.recompiles import RecompileExplanation
 from xlaprof.analysis.signature_diff import varying_dims
 from xlaprof.analysis.span_index import NO_SPAN
@@ -50,17 +52,17 @@ def _ms(us: float) -> float:
 
 
 def graph_names(analysis: SessionAnalysis) -> dict[tuple[str, int], str]:
-    """(worker, program id) -> the graph's name for people: its place (the span that dispatched it,
-    else compiled it) and, among the graphs of that place whose inputs differ only in sizes, the
+    """(worker, program id) -> the graph's name for people: its place (the span or Python line that
+    compiled it, else the span that dispatched it) and, among the graphs of that place whose inputs differ only in sizes, the
     sizes that tell them apart (``varying_dims``: ``train_step [B=368]``). Graphs that still share
     a name (no HLO in the capture, or a change other than input sizes) add ``#program``."""
     places: dict[tuple[str, int], str] = {}
-    for g in analysis.device_profile.graphs:
-        places[(g.worker, g.program_id)] = g.span or NO_SPAN
     for w in analysis.summaries:
         for r in w.compiles:
             if r.program_id is not None:
-                places.setdefault((w.worker.label, r.program_id), r.span or NO_SPAN)
+                places.setdefault((w.worker.label, r.program_id), r.span or short_location(r.source) or NO_SPAN)
+    for g in analysis.device_profile.graphs:
+        places.setdefault((g.worker, g.program_id), g.span or short_location(g.source) or NO_SPAN)
     modules = {w.worker.label: w.hlo for w in analysis.workers} if places else {}
     families: dict[tuple, list[tuple[int, GraphSignature | None]]] = defaultdict(list)
     for (worker, program), place in sorted(places.items()):

@@ -18,7 +18,8 @@ Contract:
   ``workers`` (a pod's timeline shows a few workers at a time); its extent stays the session's.
 - ``view(timeline, x0, x1, config)`` returns the ``TimelineView`` to draw for ``[x0, x1]`` (us).
   A lane with at most ``config.max_raw`` items in the range is drawn item by item, each with a
-  hover text (name, span, source, duration). A busier lane is aggregated into ``config.bins``
+  hover text (name, span, source, duration), a span item with its name as its ``text`` (drawn on
+  the bar where it fits, as XProf labels its slices). A busier lane is aggregated into ``config.bins``
   bins: each run of bins sharing a dominant category becomes one bar, its opacity the share of
   the bin covered, its hover the number of items and the coverage. Whatever the capture size the
   view holds at most lanes * max(max_raw, bins) bars; zooming in asks again and gets detail.
@@ -30,7 +31,7 @@ Contract:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -93,6 +94,7 @@ class TimelineView:
     opacity: np.ndarray  # float64, 1.0 for items drawn one by one
     hover: list[str]
     binned_lanes: int  # how many lanes were aggregated at this zoom
+    text: list[str] = field(default_factory=list)  # per bar: a span item's name, drawn on it where it fits; else ""
 
     def __len__(self) -> int:
         return int(self.start.size)
@@ -219,12 +221,14 @@ def view(timeline: SessionTimeline, x0: float | None = None, x1: float | None = 
             idx = np.arange(lo, max(lo, hi))
             idx = idx[lane.end[idx] > x0]
             parts.append((np.full(idx.size, k, np.int32), lane.start[idx], lane.end[idx], lane.category[idx],
-                          np.ones(idx.size), [_hover(lane, int(i)) for i in idx]))
-    columns = list(zip(*parts)) if parts else [[]] * 6
+                          np.ones(idx.size), [_hover(lane, int(i)) for i in idx],
+                          [lane.names[lane.name[i]] if lane.category[i] == SPAN else "" for i in idx]))
+    columns = list(zip(*parts)) if parts else [[]] * 7
     cat = lambda arrays, dtype: np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype)
+    flat = lambda lists: [item for items in lists for item in items]  # noqa: E731
     return TimelineView(x0, x1, [lane.label for lane in timeline.lanes], cat(columns[0], np.int32),
                         cat(columns[1], np.float64), cat(columns[2], np.float64), cat(columns[3], np.int8),
-                        cat(columns[4], np.float64), [h for hs in columns[5] for h in hs], binned)
+                        cat(columns[4], np.float64), flat(columns[5]), binned, flat(columns[6]))
 
 
 def clamp_range(timeline: SessionTimeline, x0: float | None, x1: float | None) -> tuple[float, float]:
@@ -262,7 +266,8 @@ def _binned(k: int, lane: Lane, x0: float, x1: float, bins: int) -> tuple:
     hover = [f"{lane.label}: {int(n)} items in {format_duration(b - a)}<br>mostly {CATEGORIES[c]}, "
              f"up to {level[f]:.0%} covered<br>zoom in for detail"
              for n, a, b, c, f in zip(counts, s, e, dominant[first], first)]
-    return (np.full(first.size, k, np.int32), s, e, dominant[first], np.maximum(level[first], 0.35), hover)
+    return (np.full(first.size, k, np.int32), s, e, dominant[first], np.maximum(level[first], 0.35), hover,
+            [""] * first.size)
 
 
 def _hover(lane: Lane, i: int) -> str:

@@ -13,7 +13,8 @@ from tests.support.dashboard_harness import (
     wait_for,
     write_demo_logdir,
 )
-from tests.support.synthetic import write_before_after
+from tests.support.hlo_builder import MLP_OPS, mlp_module
+from tests.support.synthetic import StepProgram, training_capture, write_before_after, write_session
 
 SIZES = ((1024, 768), (1280, 900))
 BOX = "(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })"
@@ -25,6 +26,10 @@ def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("layout")
     logdir = root / "logdir"
     write_demo_logdir(logdir, steps=20)
+    ops = tuple((name, category, share) for name, (category, share) in MLP_OPS.items())
+    programs = [StepProgram(100 + b, f"{b:032x}", mlp_module(100 + b, b), ops) for b in (8, 12, 16)]
+    write_session(str(logdir), "longnames", {"localhost_9012": training_capture(  # a file name as long as real ones
+        steps=6, devices=2, sampled=True, programs=programs * 2, script="/work/project/train_mlp_growing_batch.py")})
     before, after = (p.rsplit("/", 1)[-1] for p in write_before_after(str(logdir)))
     with DashboardServer(logdir, root) as server:
         server.pair = f"?before={before}&after={after}"
@@ -105,3 +110,48 @@ def test_the_answer_is_above_the_fold_at_1024x768(site, browser):
                                     ".map(e => [e.textContent, e.classList.contains('advice-ref')])")
     written = [text for text, ref in advice if not ref]
     assert any(ref for _, ref in advice) and len(written) == len(set(written)) and all(t.startswith("Fix: same as #") for t, ref in advice if ref)
+
+
+# Per grid cell: its column, text and whether the text fits; per header: whether a word broke over lines.
+CELLS = """return [...document.querySelectorAll('.xgrid .ag-cell')].map(c => [c.closest('.xgrid').id,
+    c.getAttribute('col-id'), c.textContent, [c, ...c.querySelectorAll('.ag-cell-value')].every(
+      e => e.scrollWidth <= e.clientWidth + 1)])"""
+BROKEN_HEADERS = """return [...document.querySelectorAll('.xgrid .ag-header-cell-text')].filter(h => {
+    const r = document.createRange(); r.selectNodeContents(h);
+    const lines = new Set([...r.getClientRects()].map(x => Math.round(x.top))).size;
+    return lines > h.textContent.trim().split(/\\s+/).length || h.scrollWidth > h.clientWidth + 1;
+  }).map(h => h.textContent)"""
+
+
+def test_tables_fit_1024_px_without_cut_words(site, browser):
+    """Every grid of the session page at 1024 px: no cell cut (columns as wide as their content,
+    wrapping between words) and no header broken inside a word ("Duratio/n")."""
+    browser.set_window_size(*SIZES[0])
+    browser.get(site.url + "/session/longnames")
+    wait_for(browser, "document.querySelector('#compiles-table .ag-cell') && document.querySelector('#ops-table .ag-cell') "
+                      "&& document.querySelector("
+                      "'#gaps-table .ag-row .ag-cell[col-id=dur_ms]')?.textContent")
+    cells = browser.execute_script(CELLS)
+    assert {grid for grid, *_ in cells} >= {"gaps-table", "compiles-table", "graphs-table", "ops-table"}
+    assert [c for c in cells if c[1] == "source" and c[2] == "train_mlp_growing_batch.py:30"]
+    assert not [c for c in cells if not c[3]], [c for c in cells if not c[3]]
+    assert browser.execute_script(BROKEN_HEADERS) == []
+
+
+def test_span_lanes_are_labelled_where_a_name_fits_and_no_label_overflows(site, browser):
+    """The timeline's span bars carry their span's name where it fits (hover no longer needed), the
+    flame graph draws no frame name wider than its box."""
+    browser.set_window_size(*SIZES[0])
+    browser.get(site.url + "/session/sampled")
+    wait_for(browser, "document.querySelector('#timeline .js-plotly-plot .bars') && "
+                      "document.querySelector('#flame .slice')")
+    labels = browser.execute_script(
+        "return [...document.querySelectorAll('#timeline .bars .point')].filter(p => p.querySelector('text'))"
+        ".map(p => { const t = p.querySelector('text').getBBox(), b = p.querySelector('path').getBBox();"
+        " return [p.querySelector('text').textContent, t.width <= b.width + 1]; })")
+    assert {name for name, _ in labels} & {"train_step", "log_loss", "forward"}, labels
+    assert all(fits for _, fits in labels), labels
+    frames = browser.execute_script(
+        "return [...document.querySelectorAll('#flame .slice')].map(s => { const t = s.querySelector('text');"
+        " const w = t ? t.getBBox().width : 0; return [t ? t.textContent : '', w, s.querySelector('path').getBBox().width]; })")
+    assert frames and all(w <= box + 1 for _, w, box in frames), frames
