@@ -60,7 +60,7 @@ CONTRACT_KEYS = frozenset(
     + [f"idle_by_line[].{k}" for k in ("source", "code", "cause", "idle_us", "pieces", "stack", "called_from",
                                        "spans")]
     # Added in 2.2: one finding per cause and line, its spans as the breakdown.
-    + ["findings[].spans"] + [f"findings[].spans[].{k}" for k in ("span", "lost_us")])
+    + ["findings[].spans", "findings[].workers"] + [f"findings[].spans[].{k}" for k in ("span", "lost_us")])
 
 
 def key_paths(value, prefix: str = "") -> set[str]:

@@ -51,3 +51,15 @@ def test_identical_workers_tie_no_straggler_and_no_slowest(tmp_path):
     report = analysis_json(analyze(Session.load(run)))
     assert len(report["step_alignment"]) == 20
     assert report["stragglers"] == [] and report["slowest_in_steps"] == {}
+
+
+def test_every_finding_says_which_workers_it_is_on(tmp_path):
+    run = write_session(str(tmp_path), "pod", {"host-a_9012": training_capture(steps=10, devices=2, seed=1),
+                                               "host-b_9012": training_capture(steps=10, devices=2, read_every=0,
+                                                                               seed=2)})
+    report = analysis_json(analyze(Session.load(run)))
+    assert all(f["workers"] for f in report["findings"] if f["lost_us"] > 0)
+    reads = [f for f in report["findings"] if f["kind"] == "transfer_from_device"]
+    assert reads and all(f["workers"] == ["host-a:9012"] and "on host-a:9012" in f["detail"] for f in reads)
+    tracing = [f for f in report["findings"] if f["kind"] == "host_tracing"]
+    assert tracing and all("on all 2 workers" in f["detail"] for f in tracing)

@@ -38,7 +38,8 @@ def group_at_call_sites(costs: list) -> list:
         first, stack = members[0]
         inside = tuple(LibraryLine(c.source, line_text(c.source), c.pieces, c.lost_us) for c, _ in members)
         kept.append(replace(first, source=site, stack=stack, called_from=None, inside=inside,
-                            lost_us=sum(c.lost_us for c, _ in members), pieces=sum(c.pieces for c, _ in members)))
+                            lost_us=sum(c.lost_us for c, _ in members), pieces=sum(c.pieces for c, _ in members),
+                            workers=tuple(dict.fromkeys(w for c, _ in members for w in c.workers))))
     return kept
 
 

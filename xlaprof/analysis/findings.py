@@ -6,6 +6,7 @@ charged to each (cause, Python line) (``idle_costs.CauseCost``, merged over span
 costliest; a cost without a line stays one per span) into ``Finding`` rows, adds
 CPU fallbacks from the worker metrics and the forced executions of the debug files, and returns
 them sorted by ``cost_us`` (device microseconds, summed over devices and workers), largest first:
+``workers``, the workers it happened on (said in the detail where the session has several),
 ``lost_us``, the idle time, and for reads ``busy_added_us``, the device time they added to the
 work running during them (``read_slowdown``; the line's reads, else the span's).
 ``kind`` is a ``FindingKind``: the cause's name, or ``recompilation`` for compile time in a span
@@ -53,6 +54,7 @@ class Finding:
     inside: tuple = ()  # call_sites.LibraryLine: for a finding at the user's call into a library, its lines
     busy_added_us: float = 0.0  # reads: device time they added to the work running during them
     spans: tuple[tuple[str | None, float], ...] = ()  # (span, idle us) per span the line's time fell in
+    workers: tuple[str, ...] = ()  # the workers it happened on
 
     @property
     def cost_us(self) -> float:
@@ -72,8 +74,9 @@ class ExecutionCause:
 
 def rank_findings(costs: list[CauseCost], compiles: CompileSummary, reads: ReadSummary,
                   fallbacks: dict[str, float], executions: list[ExecutionCause] = ()) -> list[Finding]:
+    workers = len({w for cost in costs for w in cost.workers})
     costs = one_per_line(group_at_call_sites([cost for cost in costs if cost.lost_us > 0]))
-    findings = [_cost_finding(cost, compiles, reads) for cost in costs]
+    findings = [_cost_finding(cost, compiles, reads, workers) for cost in costs]
     for row in executions:
         if FORCED_BY_READ in (row.cause or "") and row.frame:
             findings.append(Finding(
@@ -102,6 +105,15 @@ def _fallback_finding(fallbacks: dict[str, float], findings: list[Finding]) -> F
                    ADVICE[FindingKind.CPU_FALLBACK], detail, int(sum(fallbacks.values())))
 
 
+def _on_workers(on: tuple[str, ...], workers: int) -> str:
+    """Which workers, in words, where the session has several: " on host-a:9012", " on 3 of 4 workers"."""
+    if workers < 2 or not on:
+        return ""
+    if len(on) == workers:
+        return f" on all {workers} workers"
+    return f" on {', '.join(on)}" if len(on) <= 2 else f" on {len(on)} of {workers} workers ({', '.join(on[:2])}, ...)"
+
+
 def _where(cost: CauseCost) -> str:
     """The spans a finding's time fell in, in words: "in train_step", "in 3 spans (a, b, c)"."""
     names = [span or NO_SPAN for span, _ in cost.spans] or [cost.span or NO_SPAN]
@@ -110,8 +122,8 @@ def _where(cost: CauseCost) -> str:
     return f"in {names[0]}" if names[0] != NO_SPAN else "outside any span"
 
 
-def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary) -> Finding:
-    where = _where(cost)
+def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary, workers: int) -> Finding:
+    where = _where(cost) + _on_workers(cost.workers, workers)
     span_key = cost.span or NO_SPAN
     span_keys = [span or NO_SPAN for span, _ in cost.spans] or [span_key]
     kind, count, added = FindingKind(cost.cause.value), cost.pieces, 0.0
@@ -166,7 +178,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary)
     advice = advice_for(kind, cost.stack + (cost.inside[0].source,), cost.inside[0].code) if cost.inside \
         else advice_for(kind, cost.stack, code)
     return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from,
-                   cost.inside, added, cost.spans)
+                   cost.inside, added, cost.spans, cost.workers)
 
 
 def _busy_added(cost: CauseCost, reads: ReadSummary, span_key: str) -> float:

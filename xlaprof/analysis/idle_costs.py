@@ -7,7 +7,8 @@ time (device microseconds, summed over devices and workers), the number of piece
 costliest stack of the group (outermost frame first, down to the line). Unattributed pieces at
 the window's edges that no stack explains form their own groups (``at_capture_edge``).
 ``worker_cost_groups(w)`` is one worker's share of it (what a task on a cluster sends back) and
-``merge_cost_groups(parts)`` merges those into the same ``CauseCost`` rows.
+``merge_cost_groups(parts, labels)`` merges those into the same ``CauseCost`` rows, each naming the
+workers (``labels``, in worker order) whose pieces it holds.
 ``idle_by_line(costs)`` sums the groups that name a line over their spans: Python lines ranked by
 the idle time they caused, per cause, largest first. ``one_per_line(costs)`` merges the groups of
 one (cause, line) across spans into one ``CauseCost`` (what a finding is: a line is fixed once,
@@ -41,6 +42,7 @@ class CauseCost:
     at_capture_edge: bool = False  # unattributed time at the window's edges with no stack
     inside: tuple = ()  # call_sites.LibraryLine: the library lines behind a cost grouped at the user's call
     spans: tuple[tuple[str | None, float], ...] = ()  # one_per_line: (span, idle us) per span, costliest first
+    workers: tuple[str, ...] = ()  # the workers whose idle time it holds, in worker order
 
 
 @dataclass
@@ -56,24 +58,26 @@ class LineIdle:
 
 
 def cause_costs(workers) -> list[CauseCost]:
-    return merge_cost_groups([worker_cost_groups(w) for w in workers])
+    return merge_cost_groups([worker_cost_groups(w) for w in workers], [w.worker.label for w in workers])
 
 
-def merge_cost_groups(per_worker: list[list[tuple]]) -> list[CauseCost]:
-    """``CauseCost`` rows from the ``worker_cost_groups`` of each worker (in worker order)."""
-    groups: dict[tuple, list] = defaultdict(lambda: [0.0, 0, -1.0, None])
-    for rows in per_worker:
+def merge_cost_groups(per_worker: list[list[tuple]], labels: list[str]) -> list[CauseCost]:
+    """``CauseCost`` rows from the ``worker_cost_groups`` of each worker (in worker order, named by ``labels``)."""
+    groups: dict[tuple, list] = defaultdict(lambda: [0.0, 0, -1.0, None, []])
+    for label, rows in zip(labels, per_worker):
         for key, us, n, best_us, stack in rows:
             entry = groups[key]
             entry[0] += us
             entry[1] += n
             if best_us > entry[2]:
                 entry[2], entry[3] = best_us, stack
+            if label not in entry[4]:
+                entry[4].append(label)
     costs = []
-    for (cause, span, span_source, source, edge), (us, n, _, stack) in groups.items():
+    for (cause, span, span_source, source, edge), (us, n, _, stack, workers) in groups.items():
         frames = stack.to_source if stack is not None else ()
         caller = stack.caller if stack is not None else None
-        costs.append(CauseCost(cause, span, span_source, source, us, n, frames, caller, edge))
+        costs.append(CauseCost(cause, span, span_source, source, us, n, frames, caller, edge, workers=tuple(workers)))
     return costs
 
 
@@ -149,9 +153,10 @@ def one_per_line(costs: list[CauseCost]) -> list[CauseCost]:
         spans: dict[str | None, float] = defaultdict(float)
         for member in members:
             spans[member.span] += member.lost_us
+        workers = tuple(dict.fromkeys(w for member in members for w in member.workers))
         merged.append(replace(members[0], lost_us=sum(c.lost_us for c in members),
                               pieces=sum(c.pieces for c in members), inside=_merged_inside(members),
-                              spans=tuple(sorted(spans.items(), key=lambda kv: -kv[1]))))
+                              spans=tuple(sorted(spans.items(), key=lambda kv: -kv[1])), workers=workers))
     return merged
 
 

@@ -292,7 +292,7 @@ def merge_summaries(session: Session, summaries: list[WorkerSummary], config: An
                             ("worker",) + columns_of(CompileRecord))
     reads = merge_reads([w.reads for w in summaries])
     executions = sorted((row for w in summaries for row in w.executions), key=lambda r: -r.count)
-    costs = merge_cost_groups([w.cost_groups for w in summaries])
+    costs = merge_cost_groups([w.cost_groups for w in summaries], [w.worker.label for w in summaries])
     findings = rank_findings(costs, compiles, reads, _fallbacks(summaries), executions)
     recompiles = merge_recompiles([w.recompiles for w in summaries])
     explain_findings(findings, recompiles)
