@@ -97,7 +97,8 @@ def _sync_steps(host: HostActivity, window: tuple[float, float]) -> tuple[np.nda
         return np.zeros(0, np.int64), [], np.zeros(0), np.zeros(0)
     rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
     rows = rows[plane.events.line[rows] == host.main_line]
-    ends = np.unique(plane.events.start_us[rows] + plane.events.dur_us[rows])
+    # One sync records nested boundary events (StepMarker around SyncLiveTensorsGraph): one boundary.
+    _, ends = intervals.merge(plane.events.start_us[rows], plane.events.start_us[rows] + plane.events.dur_us[rows])
     ends = ends[(ends >= window[0]) & (ends <= window[1])]
     if ends.size < 2:
         return np.zeros(0, np.int64), [], np.zeros(0), np.zeros(0)

@@ -66,7 +66,7 @@ def train(args) -> None:
 
     import xlaprof
 
-    xlaprof.start_server(args.port)
+    port = xlaprof.start_server(args.port)  # under a launcher, the base port plus the local rank
     device = torch_xla.device()
     torch.manual_seed(0)
     net, loss_of = build(torch, device, args.model)
@@ -87,7 +87,7 @@ def train(args) -> None:
                 summarize(LOGITS)
         step += 1
         if step == 3:
-            announce_ready(args.port)
+            announce_ready(port)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,60 @@
+"""The corpus' pod: two worker processes on this machine with no spans (only ``xlaprof.start_server``),
+one of them sleeping 30 ms a step in its loader, captured at once by the real CLI.
+
+The truth is the workload's own: the sleeping worker is the straggler and a blocked host is why; the
+other worker is not; the blocked finding is on the sleeping worker alone.
+"""
+from __future__ import annotations
+
+import pytest
+
+from collectors.server import free_port
+from tests.support.workers import DemoWorker, run_cli, source_line
+from tests.support.workloads import gpt2_worker
+from xlaprof.analysis import analyze
+from xlaprof.report import analysis_json
+from xlaprof.session import Session
+
+pytestmark = pytest.mark.torch_xla
+
+LOADER_LINE = f"{gpt2_worker.__file__}:{source_line(gpt2_worker, '# LOADER')}"
+
+
+@pytest.fixture(scope="module")
+def pod(tmp_path_factory) -> tuple[dict, str]:
+    base = free_port(consecutive=2)
+    workers = []
+    try:
+        for rank, sleep_ms in ((0, "0"), (1, "30")):
+            env = {"PJRT_LOCAL_PROCESS_RANK": str(rank), "PJRT_LOCAL_PROCESS_COUNT": "2"}
+            workers.append(DemoWorker("--model", "mlp", "--no-reads", "--loader-sleep-ms", sleep_ms, debug_file=None,
+                                      port=base, env=env, module="tests.support.workloads.gpt2_worker"))
+        hosts = ",".join(f"localhost:{w.port}" for w in workers)
+        sleeping_port = workers[1].port
+        result = run_cli("capture", "--host", hosts, "--duration", "3", "--logdir", str(tmp_path_factory.mktemp("pod")))
+    finally:
+        for w in workers:
+            w.stop()
+    assert result.returncode == 0, result.stderr
+    session = Session.load(result.stdout.strip().splitlines()[-1])
+    sleeper = next(w.label for w in session.workers if w.port == sleeping_port)
+    return analysis_json(analyze(session)), sleeper
+
+
+def test_steps_are_found_without_spans_on_every_worker(pod):
+    report, _ = pod
+    assert len(report["per_worker"]) == 2 and all(p["steps"] >= 10 for p in report["per_worker"].values())
+    assert len(report["step_alignment"]) >= 10
+
+
+def test_the_sleeping_worker_is_the_straggler_and_blocked_is_why(pod):
+    report, sleeper = pod
+    (straggler,) = report["stragglers"]
+    assert straggler["worker"] == sleeper and straggler["main_cause"] == "host_blocked"
+    assert set(report["slowest_in_steps"]) == {sleeper}
+
+
+def test_the_blocked_finding_is_at_the_sleep_on_the_sleeping_worker(pod):
+    report, sleeper = pod
+    blocked = next(f for f in report["findings"] if f["kind"] == "host_blocked")
+    assert blocked["source"] == LOADER_LINE and blocked["workers"] == [sleeper] and sleeper in blocked["detail"]
