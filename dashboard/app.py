@@ -1,7 +1,7 @@
 """Build the Dash app: the page shell, the router, and every page's callbacks.
 
 Contract: ``create_app(logdir, state=None)`` returns a ``dash.Dash`` serving
-- ``/``: the sessions of the logdir (``pages_sessions``),
+- ``/``: the sessions of the logdir (``pages_sessions``) and the capture form (``page_capture``),
 - ``/session/<run>``: one session (``pages_session``); ``?from_ms=&to_ms=`` opens the timeline
   on that range,
 - ``/compare``: two sessions side by side (``pages_compare``); ``?before=RUN&after=RUN`` picks them,
@@ -26,6 +26,7 @@ from flask import has_request_context, request
 
 from dashboard import components as ui
 from dashboard import (
+    page_capture,
     page_graphs,
     pages_compare,
     pages_session,
@@ -53,6 +54,7 @@ def create_app(logdir: str, state: AppState | None = None) -> Dash:
     # A request for a script of a library Dash does not know is a bad URL, not a server error.
     app.server.register_error_handler(DependencyException, lambda _exc: ("Not found", 404))
     pages_sessions.register(app, state)
+    page_capture.register(app, state)
     pages_session.register(app, state)
     page_graphs.register(app, state)
     pages_compare.register(app, state)

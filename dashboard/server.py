@@ -10,7 +10,8 @@ Dash's, Flask's or Werkzeug's start-up banners, and prints a warning on stderr w
 reachable from other machines (the dashboard has no authentication). A missing
 ``dash`` raises ``MissingExtraError`` naming the install command; an address it cannot listen on
 (``check_port``), a bad Dask scheduler address or connect timeout (``xlaprof.pods``) raise
-``XlaprofError`` before anything else happens.
+``XlaprofError`` before anything else happens. ``allow_remote_capture``: the capture form may name
+any host (by default only this machine's workers: ``views.capture_job``).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def check_port(host: str, port: int) -> None:
 
 
 def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050, start_page: str = "",
-          scheduler: str | None = None) -> None:
+          scheduler: str | None = None, allow_remote_capture: bool = False) -> None:
     try:
         from dashboard.app import create_app
         from dashboard.state import AppState
@@ -56,7 +57,8 @@ def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050, start_page:
     check_port(host, port)
     scheduler_address(scheduler)  # a bad scheduler address or connect timeout: one line now, not per request
     connect_timeout_s()
-    app = create_app(logdir, AppState(str(logdir), AnalysisCache(scheduler=scheduler)))
+    app = create_app(logdir, AppState(str(logdir), AnalysisCache(scheduler=scheduler),
+                                      allow_remote_capture=allow_remote_capture))
     if not is_loopback(host):
         print(f"xlaprof: warning: the dashboard listens on {host}, reachable from other machines, and has "
               f"no authentication: anyone who can reach port {port} can browse {logdir}", file=sys.stderr)

@@ -8,7 +8,8 @@ for a session that cannot be analysed. ``timeline``/``gaps``/``flame``/``flame_f
 computed once per cached analysis. ``listing()`` lists the logdir's sessions with their figures
 from the logdir's persisted ``SessionIndex`` (a restart re-analyses no unchanged session; what
 is computed goes through the analysis cache); ``compare(before, after)`` the compare page's view
-of two sessions, computed once per pair of cached analyses.
+of two sessions, computed once per pair of cached analyses. ``captures`` runs the captures started
+from the capture form, within ``allow_remote_capture``'s address rule (``views.capture_job``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from dashboard import figures
 from dashboard.views.analysis_cache import AnalysisCache, CachedAnalysis
+from dashboard.views.capture_job import CaptureJobs
 from dashboard.views.compare import CompareView, compare_view
 from dashboard.views.flame import Flame, idle_flame
 from dashboard.views.gap_table import GapColumns, gap_columns
@@ -32,10 +34,13 @@ class AppState:
     logdir: str
     cache: AnalysisCache = field(default_factory=AnalysisCache)
     view_config: ViewConfig = field(default_factory=ViewConfig)
+    allow_remote_capture: bool = False  # the capture form may name other hosts than this machine
     index: SessionIndex = field(init=False)
+    captures: CaptureJobs = field(init=False)  # captures started from the dashboard, one at a time
 
     def __post_init__(self) -> None:
         self.index = SessionIndex.open(self.logdir, FIGURES_VERSION)
+        self.captures = CaptureJobs(self.logdir)
 
     def entry(self, run: object) -> CachedAnalysis:
         return self.cache.get(resolve_run(self.logdir, run))
