@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 
+from xlaprof import cli_options as options
 from xlaprof._version import __version__
 from xlaprof.errors import XlaprofError
 
@@ -70,40 +71,21 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def _size(text: str) -> str:
-    from xlaprof.session.storage import parse_size
-
-    try:
-        parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def _seconds(text: str) -> str:
-    try:
-        ok = float(text) > 0
-    except ValueError:
-        ok = False
-    if not ok:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of seconds")
-    return text
-
-
 def _add_read_limits(parser: argparse.ArgumentParser, *, captures: bool = True) -> None:
     if captures:
-        parser.add_argument("--max-capture-size", type=_size, default=None, metavar="SIZE",
+        parser.add_argument("--max-capture-size", type=options.size, default=None, metavar="SIZE",
                             help=f"refuse capture files larger than this, e.g. 16GiB (default: 8GiB, "
                                  f"or {CAPTURE_SIZE_ENV})")
-    parser.add_argument("--remote-timeout", type=_seconds, default=None, metavar="SECONDS",
+    parser.add_argument("--remote-timeout", type=options.seconds, default=None, metavar="SECONDS",
                         help=f"give up on a remote logdir (gs://...) that does not answer within this "
                              f"(default: 20, or {REMOTE_TIMEOUT_ENV})")
 
 
 def _add_json_output(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--json", action="store_true", help=what)
-    parser.add_argument("--indent", type=int, default=None, metavar="N",
-                        help="indent the JSON by N spaces (default: 2 on a terminal, else compact)")
+    parser.add_argument("--indent", type=options.indent, default=None, metavar="N",
+                        help=f"indent the JSON by N spaces, at most {options.MAX_INDENT} "
+                             f"(default: 2 on a terminal, else compact)")
 
 
 class _HelpWithDefaults(argparse.HelpFormatter):
@@ -146,7 +128,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = options.OneLineParser(
         prog="xlaprof", description="Why is my TPU idle? Capture, attribute and browse PyTorch/XLA device idle time.",
         formatter_class=_HelpWithDefaults)
     parser.add_argument("--version", action="version", version=f"xlaprof {__version__}")
@@ -155,16 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     cap = sub.add_parser("capture", help="capture a profile from running workers", formatter_class=_HelpWithDefaults,
                          description="Capture every listed worker's profiler server at once into one session.")
-    cap.add_argument("-p", "--port", type=int, default=9012, help="profiler port of the workers without one in --hosts")
+    cap.add_argument("-p", "--port", type=options.port, default=9012, help="profiler port of the workers without one in --hosts")
     cap.add_argument("--hosts", default="localhost", metavar="HOSTS",
                      help="worker host(s), comma-separated, an entry may carry its own port (h1,h2:9013); "
                           "or @FILE: the hosts listed in FILE, one per line")
     cap.add_argument("--host", dest="hosts", action=_Deprecated, replacement="--hosts", default=argparse.SUPPRESS)
-    cap.add_argument("-d", "--duration", type=float, default=2.0, help="seconds to record")
+    cap.add_argument("-d", "--duration", type=options.duration, default=2.0, help="seconds to record")
     cap.add_argument("-o", "--logdir", default=DEFAULT_LOGDIR, help="where sessions go")
     cap.add_argument("--name", default=None, help="run name (default: a timestamp; never overwrites)")
-    cap.add_argument("--attempts", type=int, default=3, help="tries per worker before it counts as failed")
-    cap.add_argument("--max-concurrent", type=int, default=16, metavar="N",
+    cap.add_argument("--attempts", type=options.positive, default=3, help="tries per worker before it counts as failed")
+    cap.add_argument("--max-concurrent", type=options.positive, default=16, metavar="N",
                      help="workers captured at once; more are captured in turns of N")
     _add_read_limits(cap, captures=False)
 
@@ -175,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json_output(ana, "print the JSON report (the contract other tools use)")
     ana.add_argument("--debug-file", default=None,
                      help="a PT_XLA_DEBUG_FILE written with PT_XLA_DEBUG_LEVEL=2, to name compile causes")
-    ana.add_argument("--top", type=int, default=10, help="rows per table in the text report")
+    ana.add_argument("--top", type=options.count, default=10, help="rows per table in the text report")
     _add_read_limits(ana)
     _cluster_options(ana)
 
@@ -186,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json_output(diff, "print the comparison as JSON")
     diff.add_argument("--fail-if", action="append", default=[], metavar="BUDGET",
                       help="exit 1 if this budget is exceeded, e.g. 'step_time>+5%%' (repeatable; default: none)")
-    diff.add_argument("--top", type=int, default=10, help="findings listed per status in the text report")
+    diff.add_argument("--top", type=options.count, default=10, help="findings listed per status in the text report")
     _add_read_limits(diff)
     _cluster_options(diff)
 
@@ -198,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("path", help="session directory, logdir, or .xplane.pb file")
     exp.add_argument("--format", choices=("perfetto", "chrome"), default="perfetto",
                      help="perfetto: a protobuf trace (ui.perfetto.dev); chrome: JSON (chrome://tracing)")
-    exp.add_argument("-o", "--output", required=True, help="the file to write (replaced only when the export is whole)")
+    exp.add_argument("-o", "--output", required=True,
+                     help="the file to write, - for the standard output (replaced only when the export is whole; "
+                          "never an input, a file inside a session or plugins/profile, a directory, FIFO or device)")
     exp.add_argument("--debug-file", default=None,
                      help="a PT_XLA_DEBUG_FILE written with PT_XLA_DEBUG_LEVEL=2, to name compile causes")
 
@@ -208,14 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS",
                       help="address to bind (default: 127.0.0.1, this machine only)")
     dash.add_argument("--host", dest="bind", action=_Deprecated, replacement="--bind", default=argparse.SUPPRESS)
-    dash.add_argument("-p", "--port", type=int, default=8050, help="port to listen on")
+    dash.add_argument("-p", "--port", type=options.port, default=8050, help="port to listen on")
     dash.add_argument("--scheduler", default=None, metavar="ADDRESS",
                       help="analyse on this Dask cluster, e.g. tcp://HOST:8786 (default: $XLAPROF_DASK_SCHEDULER, "
                            "else in this process)")
-    dash.add_argument("--allow-remote-capture", action="store_true",
-                      help="let the dashboard's capture form capture workers on other hosts (default: only "
-                           "this machine's, localhost: anyone who can open the dashboard could make it connect "
-                           "to any address)")
     _scheduler_timeout(dash)
     _add_read_limits(dash)
 
@@ -224,9 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Start a training loop with classic mistakes on the embedded CPU XLA device, "
                                       "capture it, print the analysis, and serve the dashboard on it.")
     demo.add_argument("-o", "--logdir", default=DEFAULT_LOGDIR, help="where the session goes")
-    demo.add_argument("-d", "--duration", type=float, default=4.0, help="seconds to capture")
-    demo.add_argument("-p", "--port", type=int, default=0, help="worker profiler port (default: a free one)")
-    demo.add_argument("--dashboard-port", type=int, default=8050, help="dashboard port")
+    demo.add_argument("-d", "--duration", type=options.duration, default=4.0, help="seconds to capture")
+    demo.add_argument("-p", "--port", type=options.port_or_free, default=0, help="worker profiler port (default: a free one)")
+    demo.add_argument("--dashboard-port", type=options.port, default=8050, help="dashboard port")
     demo.add_argument("--no-dashboard", action="store_true", help="stop after printing the analysis")
     return parser
 
@@ -236,16 +216,9 @@ def _cluster_options(parser: argparse.ArgumentParser) -> None:
                         help="analyse the workers on this Dask cluster, e.g. tcp://HOST:8786 "
                              "(default: $XLAPROF_DASK_SCHEDULER, else a local cluster for a session of several workers)")
     _scheduler_timeout(parser)
-    parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
+    parser.add_argument("--jobs", type=options.positive, default=None, metavar="N",
                         help="processes of the local cluster; 1 analyses in this process "
                              "(default: one per core, at most one per worker; in this process below 256 MiB of captures)")
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
-    return value
 
 
 def _scheduler_timeout(parser: argparse.ArgumentParser) -> None:
@@ -289,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         _logging(args.verbose)
         _hand_on_read_limits(args)
+        options.check_before_work(args)  # a bad variable or --debug-file is one line now, before any work
         return _COMMANDS[args.command](args)
     except XlaprofError as exc:
         print(f"xlaprof: error: {exc}", file=sys.stderr)
@@ -392,12 +366,13 @@ def _export(args) -> int:
     from xlaprof.export import check_output, export_trace
     from xlaprof.session import newest_readable
 
-    check_output(args.output, args.format)  # a bad output fails before the session is read
+    inputs = (args.path, args.debug_file)
+    check_output(args.output, args.format, inputs)  # a bad output fails before the session is read
     config = AnalysisConfig(debug_file=args.debug_file)
     result = newest_readable(args.path, lambda session: analyze(session.read(progress=True), config))
-    model = export_trace(result, args.output, args.format)
+    model = export_trace(result, args.output, args.format, inputs)
     print(f"{args.output}: {model.slice_count:,} slices and {len(model.instants)} findings on {len(model.tracks)} "
-          f"tracks ({args.format})")
+          f"tracks ({args.format})", file=sys.stderr if args.output == "-" else sys.stdout)
     return EXIT_OK
 
 
@@ -414,8 +389,7 @@ def _capture(args) -> int:
 def _dashboard(args) -> int:
     from dashboard.server import serve
 
-    serve(args.logdir, host=args.bind, port=args.port, scheduler=args.scheduler,
-          allow_remote_capture=args.allow_remote_capture)
+    serve(args.logdir, host=args.bind, port=args.port, scheduler=args.scheduler)
     return EXIT_OK
 
 

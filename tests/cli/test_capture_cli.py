@@ -134,7 +134,7 @@ def test_partial_capture_keeps_the_live_worker_and_marks_the_dead_one(live_worke
     (["analyze", "/no/such/dir"], "no such file or directory"),
     (["analyze", REPO], "no profile sessions here"),
     (["capture", "--hosts", "localhost:notaport"], "the port must be a number"),
-    (["capture", "--duration", "0"], "--duration must be positive"),
+    (["capture", "--duration", "0"], "-d/--duration: '0': expected a finite number of seconds above 0"),
 ])
 def test_bad_input_gets_one_clear_line_and_exit_2(args, message):
     result = run_cli(*args)

@@ -80,7 +80,7 @@ def test_a_failed_export_leaves_the_existing_file(pod, tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setitem(__import__("xlaprof.export").export.FORMATS, "chrome", broken)
-    with pytest.raises(OSError):
+    with pytest.raises(XlaprofError, match=f"^{path}: disk full [(]nothing written[)]$"):
         export_trace(pod, str(path), "chrome")
     assert path.read_text() == "kept" and os.listdir(tmp_path) == ["trace.json"]
 

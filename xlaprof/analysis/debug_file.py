@@ -18,7 +18,9 @@ A block looks like (Compilation blocks alike)::
     Execution Analysis: Python Frame Triggered Execution:
     Execution Analysis:   <module> (/tmp/train.py:6)
 
-Text that fits no block is ignored: the format is torch_xla's, not a contract.
+Text that fits no block is ignored: the format is torch_xla's, not a contract. The file is read
+as a capture is: a regular file within the capture size limit (``--max-capture-size``, the same
+message), a block at a time, keeping only the blocks' lines; binary data (a NUL byte) is refused.
 """
 from __future__ import annotations
 
@@ -26,10 +28,15 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from xlaprof.errors import XlaprofError
+
 _BLOCK = re.compile(r"^(?P<kind>Compilation|Execution) Analysis: (?P=kind) Cause\n"
                     r"(?P<body>(?:(?P=kind) Analysis: .*\n?)*)", re.MULTILINE)
 _FRAME = re.compile(r"^\s*(?P<func>\S+) \((?P<file>.+):(?P<line>\d+)\)\s*$")
 _TORCH_XLA_PATH = re.compile(r"/torch_xla/|/torch/")
+_BLOCK_LINES = (b"Compilation Analysis: ", b"Execution Analysis: ")  # the only lines the blocks hold
+READ_BYTES = 2**20  # the file is read this much at a time
+MAX_LINE_BYTES = 2**16  # a longer line is kept cut to this (block lines are a frame or a cause)
 
 
 def user_frame(frames: list[str]) -> str | None:
@@ -62,9 +69,38 @@ class DebugInfo:
 
 
 def read_debug_file(path: str) -> DebugInfo:
-    from xlaprof.session.storage import read_bytes
+    return parse_debug_text(_analysis_lines(path))
 
-    return parse_debug_text(read_bytes(path).decode(errors="replace"))
+
+def _analysis_lines(path: str) -> str:
+    """The file's ``... Analysis: ...`` lines (an empty line where others were), read a block at a
+    time: the memory is theirs and a block's, whatever else the file holds. Checked as a capture is (a regular file within
+    ``--max-capture-size``); ``XlaprofError`` for a file with a NUL byte (not text)."""
+    from xlaprof.session import storage
+    from xlaprof.session.model import CAPTURE_SIZE_HINT, capture_size_limit
+
+    kept: list[bytes] = []
+    carry = b""
+    with storage.open_checked(path, capture_size_limit(), CAPTURE_SIZE_HINT) as (handle, _):
+        while block := handle.read(READ_BYTES):
+            if b"\0" in block:
+                raise XlaprofError(f"{path}: binary data, not a PT_XLA_DEBUG_FILE (a text file)")
+            lines = (carry + block).split(b"\n")
+            carry = lines.pop()
+            if len(carry) > MAX_LINE_BYTES:  # no block line is that long: the rest of it is not one
+                carry = carry[:MAX_LINE_BYTES]
+            for line in lines:
+                _keep(kept, line)
+    _keep(kept, carry)
+    return b"\n".join(kept).decode(errors="replace")
+
+
+def _keep(kept: list[bytes], line: bytes) -> None:
+    """A block's line as it is; any other as one empty line (a block ends there), runs of them as one."""
+    if line.startswith(_BLOCK_LINES):
+        kept.append(line)
+    elif kept and kept[-1]:
+        kept.append(b"")
 
 
 def parse_debug_text(text: str) -> DebugInfo:

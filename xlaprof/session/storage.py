@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import posixpath
 import stat
@@ -45,8 +46,8 @@ def remote_timeout_s() -> float:
         value = float(text) if text else DEFAULT_REMOTE_TIMEOUT_S
     except ValueError:
         raise XlaprofError(f"{REMOTE_TIMEOUT_ENV}={text!r}: expected seconds, e.g. 20") from None
-    if not value > 0:
-        raise XlaprofError(f"{REMOTE_TIMEOUT_ENV}={text!r}: expected a positive number of seconds")
+    if not 0 < value < math.inf:
+        raise XlaprofError(f"{REMOTE_TIMEOUT_ENV}={text!r}: expected a finite number of seconds above 0")
     return value
 
 
@@ -121,11 +122,12 @@ def _local_stat(path: str) -> os.stat_result:
             raise UnsafeFileError(f"{path}: a symlink loop") from None
         raise UnsafeFileError(f"{path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafeFileError(f"{path}: {_kind(st.st_mode)}, not a regular file")
+        raise UnsafeFileError(f"{path}: {file_kind(st.st_mode)}, not a regular file")
     return st
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words: "a FIFO (named pipe)", "a directory", ..."""
     kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
     return next((name for test, name in kinds if test(mode)), "a special file")
@@ -146,8 +148,11 @@ def parse_size(text: str) -> int:
     body = str(text).strip().lower()
     number = body.rstrip("kmgtib")
     scale = units.get(body[len(number):].strip())
-    value = float(number) if number.strip() else -1.0
-    if scale is None or not value > 0:
+    try:
+        value = float(number) if number.strip() else -1.0
+    except ValueError:
+        value = -1.0
+    if scale is None or not 0 < value < math.inf:
         raise ValueError(f"{text!r} is not a size: a positive number of bytes with an optional unit (8GiB, 500MB)")
     return int(value * scale)
 
