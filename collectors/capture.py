@@ -10,7 +10,9 @@ answered, and the manifest with every worker's status, error, event count and me
 - No worker answered: nothing is kept and ``CaptureError`` names each address and how to start
   a server. Some answered: the session is kept, ``CaptureResult.complete`` is False.
 - Each failed worker is said by address with its reason: ``BUSY`` (its profiler server is
-  serving another capture, which the native client logs), ``NO_ANSWER``, or the client's error.
+  serving another capture, which the native client logs: wait, or capture another port),
+  ``NO_ANSWER``, or the client's error; the advice to start a server comes only when a worker
+  was not busy.
 - Bounded: a worker that does not answer is asked again up to ``attempts`` times in all,
   ``RETRY_INTERVAL_S`` apart (a busy one is not asked again); one that has not answered
   ``duration_s + ANSWER_GRACE_S`` after its turn began counts as failed.
@@ -43,7 +45,8 @@ from xlaprof.xspace.metrics import window_metrics
 ANSWER_GRACE_S = 30.0  # how long past the window a worker may take to send its profile
 MAX_CONCURRENT = 16  # workers captured at once by default
 MAX_HOSTS_FILE_BYTES = 2**20
-BUSY = "busy: another capture is in progress (its profiler server serves one capture at a time)"
+BUSY = ("busy: another capture is running on that server (it serves one at a time); wait for it to finish, "
+        "or capture another port")
 NO_ANSWER = "no profiler server answered (is the worker running xlaprof.start_server() on that port?)"
 _BUSY_LOG = "returned INTERNAL: Another profiling session active"  # the native client's log line
 RETRY_INTERVAL_S = 1.0  # pause before asking a worker that did not answer again
@@ -311,7 +314,10 @@ def _copy_debug_file(staged: StagedSession, result: WorkerResult) -> None:
 
 
 def _nothing_captured(results: list[WorkerResult]) -> str:
+    """Each worker's reason; the advice to start a server only where a worker had none (not busy)."""
     worst = "; ".join(f"{r.worker.address}: {r.error}" for r in results)
-    port = results[0].worker.port
+    if all(r.error == BUSY for r in results):
+        return f"nothing captured: {worst}"
+    port = next(r.worker.port for r in results if r.error != BUSY)
     return (f"nothing captured: {worst}. Start a server in the training script with "
             f"xlaprof.start_server({port}) and keep it running while you capture")

@@ -6,12 +6,16 @@ xlaprof's reader before keeping it, or ``add_file``) creates the staging directo
 ``<logdir>/plugins/profile/.<run>.partial`` (and the directories above it), claiming it atomically:
 if another capture took the name meanwhile, ``run`` moves on to a free one. ``commit(manifest)``
 writes the manifest last and renames the staging directory to ``<run>``; ``discard()`` removes the
-staging directory, if any. So a capture that gets nothing leaves no trace in the logdir; sessions
-listed by ``xlaprof.session.list_sessions`` are always complete; nothing outside the staging
-directory is ever written or removed.
+staging directory, if any, and the directories above it that the claim created (a new logdir's
+``plugins/profile``) when they are empty again. So a capture that gets nothing, or fails to write
+(a full disk), leaves no trace in the logdir; sessions listed by ``xlaprof.session.list_sessions``
+are always complete; nothing outside the staging directory is ever written, nor removed but those
+empty directories. A write that fails (``OSError``) is ``XlaprofError`` naming the run's path and
+the file, and saying that nothing was kept (once the caller discards).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import time
@@ -31,6 +35,7 @@ class StagedSession:
         self._name = name
         self.run = self._free_name()
         self.staging: str | None = None  # created by the first write
+        self.created: list[str] = []  # directories above the staging the claim created, deepest first
         self.created_unix = time.time()
 
     @property
@@ -46,22 +51,35 @@ class StagedSession:
         """Validate and keep one worker's capture; returns its file name and parsed space."""
         file_name = worker_file_name(host, port)
         space = read_xspace(data, source=f"{host}:{port}")
-        storage.write_bytes_atomic(storage.join(self._claim(), file_name), data)
+        self.add_file(file_name, data)
         return file_name, space
 
     def add_file(self, file_name: str, data: bytes) -> None:
-        storage.write_bytes_atomic(storage.join(self._claim(), file_name), data)
+        with self._writing(file_name):
+            storage.write_bytes_atomic(storage.join(self._claim(), file_name), data)
 
     def commit(self, manifest: dict) -> str:
-        staging = self._claim()
-        write_manifest(staging, {"run": self.run, "created_unix": self.created_unix,
-                                 "versions": versions(), **manifest})
-        storage.rename(staging, self.final_path)
+        with self._writing("xlaprof.json"):
+            staging = self._claim()
+            write_manifest(staging, {"run": self.run, "created_unix": self.created_unix,
+                                     "versions": versions(), **manifest})
+            storage.rename(staging, self.final_path)
         return self.final_path
 
     def discard(self) -> None:
         if self.staging is not None:
             storage.remove_tree(self.staging)
+        for directory in self.created:
+            with contextlib.suppress(OSError):  # no longer empty: another capture's now
+                os.rmdir(directory)
+
+    @contextlib.contextmanager
+    def _writing(self, file_name: str):
+        try:
+            yield
+        except OSError as exc:
+            raise XlaprofError(f"{self.final_path}: cannot write {file_name}: {exc.strerror or exc}; "
+                               f"nothing was kept") from None
 
     def _free_name(self) -> str:
         try:
@@ -73,6 +91,7 @@ class StagedSession:
         """The staging directory, created now if this is the first write."""
         while self.staging is None:
             staging = storage.join(profile_root(self.logdir), staging_name(self.run))
+            self.created = self.created or _missing_directories(os.path.dirname(staging))
             if storage.make_new_dir(staging):
                 if not storage.exists(self.final_path):
                     self.staging = staging
@@ -80,6 +99,18 @@ class StagedSession:
                 storage.remove_tree(staging)  # ours, just made: a run of that name was finished meanwhile
             self.run = self._free_name()  # another capture took the name since this one began
         return self.staging
+
+
+def _missing_directories(path: str) -> list[str]:
+    """The directories of ``path`` and above that do not exist (locally), deepest first."""
+    missing = []
+    while not storage.is_url(path) and path and not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing
 
 
 def versions() -> dict[str, str]:

@@ -118,10 +118,11 @@ def test_a_signal_at_any_moment_leaves_a_whole_session_or_none(live_worker, tmp_
 
 
 def test_a_busy_worker_is_named_busy_and_hosts_come_from_a_file(live_worker, tmp_path):
-    """A worker whose profiler server is serving another capture is "busy", not "no answer";
+    """A worker whose profiler server is serving another capture is "busy", not "no answer", with
+    advice to wait or use another port (and to start a server only for the worker that had none);
     ``--host`` still works with a note."""
     first = subprocess.Popen(
-        [sys.executable, "-m", "xlaprof", "capture", "--host", f"localhost:{live_worker.port}", "-d", "4",
+        [sys.executable, "-m", "xlaprof", "capture", "--host", f"localhost:{live_worker.port}", "-d", "8",
          "-o", str(tmp_path / "first")], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_client(live_worker.port)  # the first capture records (its request is with the server)
     time.sleep(0.5)
@@ -130,11 +131,15 @@ def test_a_busy_worker_is_named_busy_and_hosts_come_from_a_file(live_worker, tmp
     hosts.write_text(f"# the pod\nlocalhost:{live_worker.port}\nlocalhost:{dead}  # down\n")
     second = run_cli("capture", "--hosts", f"@{hosts}", "-d", "1", "--attempts", "1", "-o", str(tmp_path / "second"),
                      timeout=120)
+    only_busy = run_cli("capture", "-p", str(live_worker.port), "-d", "1", "-o", str(tmp_path / "third"), timeout=120)
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
     assert "--host is deprecated here; use --hosts" in err
     assert second.returncode == 2 and "Traceback" not in second.stderr
     line = second.stderr.strip().splitlines()[-1]
-    assert f"localhost:{live_worker.port}: busy: another capture is in progress" in line
-    assert f"localhost:{dead}: no profiler server answered" in line
+    assert f"localhost:{live_worker.port}: busy: another capture is running on that server" in line
+    assert f"localhost:{dead}: no profiler server answered" in line and f"xlaprof.start_server({dead})" in line
     assert not (tmp_path / "second").exists()
+    assert only_busy.returncode == 2 and only_busy.stderr.count("\n") == 1, only_busy.stderr
+    assert "wait for it to finish, or capture another port" in only_busy.stderr
+    assert "start_server" not in only_busy.stderr and not (tmp_path / "third").exists()

@@ -7,6 +7,7 @@ import pytest
 
 from collectors.session_writer import StagedSession
 from tests.support.synthetic import training_capture
+from tests.support.workers import run_python
 from xlaprof.errors import BadProfileError, XlaprofError
 from xlaprof.session import Session, list_sessions
 
@@ -56,3 +57,37 @@ def test_a_bad_run_name_is_refused_before_anything_happens(tmp_path):
     with pytest.raises(XlaprofError, match="run name"):
         StagedSession(str(tmp_path / "logs"), "../escape")
     assert not (tmp_path / "logs").exists()
+
+
+def test_a_failed_write_names_the_run_and_leaves_a_new_logdir_absent(tmp_path):
+    """A full disk, stood in for by RLIMIT_FSIZE (the capture's write fails with EFBIG as it would
+    with ENOSPC): one line naming the run's path and the file, and not even plugins/profile is left."""
+    logdir = tmp_path / "logs"
+    code = f"""
+import resource
+from collectors.session_writer import StagedSession
+from tests.support.synthetic import training_capture
+from tests.support.workers import run_python
+from xlaprof.errors import XlaprofError
+data = training_capture(steps=20, devices=1)  # 30 KB, over the 4 KiB limit
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+staged = StagedSession({str(logdir)!r}, "run")
+try:
+    staged.add_capture("localhost", 9012, data)
+except XlaprofError as exc:
+    staged.discard()
+    print(exc)
+"""
+    result = run_python(code, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (f"{logdir}/plugins/profile/run: cannot write localhost_9012.xplane.pb: File too large; "
+                             f"nothing was kept\n")
+    assert os.listdir(tmp_path) == []
+
+
+def test_discard_keeps_directories_it_did_not_create(tmp_path, capture):
+    (tmp_path / "plugins" / "profile" / "other").mkdir(parents=True)
+    staged = StagedSession(str(tmp_path), "run")
+    staged.add_capture("localhost", 9012, capture)
+    staged.discard()
+    assert os.listdir(tmp_path / "plugins" / "profile") == ["other"]
