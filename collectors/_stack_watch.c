@@ -14,8 +14,10 @@
  * Getting the GIL more than late_s after a pause means the GIL or a core was busy: the period then
  * doubles, up to max_backoff_s, until it comes promptly again. `samples` counts the samples,
  * `compared` those that took the GIL. `cpu_ns` is the thread's CPU time (ns, -1 where it cannot be
- * read) as of the last sample: the caller tells the time the thread ran Python from the time it was
- * blocked (in a sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the stack returned
+ * read) as of the last sample. `wanted_ns` is, as of the last return, the time the thread was on a
+ * CPU or waiting for one (runnable: on a loaded host Python that wants to run waits there), from its
+ * /proc schedstat (its CPU time where that cannot be read): the caller tells the time the thread ran
+ * Python from the time it was blocked (in a sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the stack returned
  * last was read: the caller records the event later (once it has the GIL and a core), and says by
  * how much. After a return, `depth` is the stack's number of frames and
  * `kept` how many of its outermost frames (code and line) are those of the stack returned before:
@@ -29,8 +31,11 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <structmember.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct { /* a stack, innermost frame first */
     PyObject **codes;  /* strong references */
@@ -44,6 +49,8 @@ typedef struct {
     unsigned long ident;
     long native_id;   /* the thread's id in the kernel (threading.get_native_id()) */
     long long cpu_ns; /* its CPU time when last read */
+    long long wanted_ns; /* its time on a CPU or runnable, when last returned (see the header) */
+    int sched_fd;        /* /proc/self/task/<native_id>/schedstat; 0 or less where not open */
     long long sampled_ns; /* CLOCK_MONOTONIC when the stack returned last was read */
     double period_s, late_s, max_backoff_s, sleep_s;
     uint64_t rng;
@@ -207,6 +214,22 @@ static int ran(Watcher *w) {
     return moved;
 }
 
+/* The time the thread was on a CPU or runnable: schedstat's first two fields (run and run-queue wait,
+ * ns); its CPU time where schedstat cannot be read. */
+static void read_wanted(Watcher *w) {
+    char text[96];
+    ssize_t n = w->sched_fd > 0 ? pread(w->sched_fd, text, sizeof text - 1, 0) : -1;
+    unsigned long long run_ns, wait_ns;
+    if (n > 0) {
+        text[n] = '\0';
+        if (sscanf(text, "%llu %llu", &run_ns, &wait_ns) == 2) {
+            w->wanted_ns = (long long)(run_ns + wait_ns);
+            return;
+        }
+    }
+    w->wanted_ns = w->cpu_ns;
+}
+
 static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
     double timeout_s = PyFloat_AsDouble(arg);
     if (timeout_s == -1.0 && PyErr_Occurred()) {
@@ -237,10 +260,12 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
                 Py_DECREF(top);
                 return NULL;
             }
+            read_wanted(w);
             return (PyObject *)top;
         }
         if (woke >= deadline) { /* the same stack: every frame kept, nothing read again */
             w->kept = w->depth;
+            read_wanted(w);
             return (PyObject *)top;
         }
         Py_DECREF(top);
@@ -258,13 +283,19 @@ static int watcher_init(Watcher *w, PyObject *args, PyObject *kwargs) {
         return -1;
     }
     w->sleep_s = w->period_s;
-    w->cpu_ns = -1;
+    w->cpu_ns = w->wanted_ns = -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", w->native_id);
+    w->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
     w->rng = ((uint64_t)w->ident ^ (uint64_t)(now_s() * 1e9)) | 1;
     clear(&w->last);
     return 0;
 }
 
 static void watcher_dealloc(Watcher *w) {
+    if (w->sched_fd > 0) { /* 0: never opened (the object is zeroed before init; stdin is not ours) */
+        close(w->sched_fd);
+    }
     release(&w->last);
     release(&w->next);
     Py_TYPE(w)->tp_free((PyObject *)w);
@@ -282,6 +313,8 @@ static PyMemberDef watcher_members[] = {
     {"compared", T_ULONGLONG, offsetof(Watcher, compared), READONLY, "samples that took the GIL to compare the stack"},
     {"cpu_ns", T_LONGLONG, offsetof(Watcher, cpu_ns), READONLY,
      "the thread's CPU time (ns) as of the last sample, -1 where it cannot be read"},
+    {"wanted_ns", T_LONGLONG, offsetof(Watcher, wanted_ns), READONLY,
+     "the thread's time on a CPU or runnable (ns) as of the last return, -1 where unknown"},
     {"sampled_ns", T_LONGLONG, offsetof(Watcher, sampled_ns), READONLY,
      "when (time.monotonic_ns()) the stack returned last was read: the caller's event may open later"},
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},

@@ -14,8 +14,9 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   ``REFRESH_S``. It records one TraceMe event per run of identical stacks (``stack_runs``), named
   after the innermost frame, with the stats py_thread (the host line id of the sampled thread),
   py_thread_name, py_lag_us (how long after the C loop read the stack the event opened: the emitter
-  may wait for the GIL or a core) and py_stack, and, as it closes, py_cpu_us: the CPU time the thread
-  used during the run (running Python, or blocked on the run's line). It ends,
+  may wait for the GIL or a core) and py_stack, and, as it closes, py_cpu_us: the time the thread
+  was on a CPU or runnable during the run (running Python, or wanting to while a loaded host gave
+  its core to another thread), against being blocked on the run's line (a sleep, a queue, a read). It ends,
   closing its open event, when its thread ends, when recording stops, or at ``flush()`` (within
   ``REFRESH_S``).
 - A sample that fails is skipped and logged once per process; an emitter never raises. Where the C
@@ -166,7 +167,7 @@ class _Emitter(threading.Thread):
                 reader = StackReader()
             else:
                 lag_us = max(0, time.monotonic_ns() - watcher.sampled_ns) / 1000
-                writer.sample(time.perf_counter(), stack, watcher.cpu_ns, lag_us)
+                writer.sample(time.perf_counter(), stack, watcher.wanted_ns, lag_us)
             del frame
 
 

@@ -170,3 +170,42 @@ def test_a_thread_that_does_not_run_is_sampled_without_the_gil():
         parked.finish()
         watching.join()
     assert held >= 30  # about 300 at 1 kHz
+
+
+def test_a_thread_kept_off_its_core_counts_its_run_queue_wait_as_wanted_time():
+    """On a loaded host a thread running Python waits for a core, runnable: ``wanted_ns`` counts that
+    wait beside its CPU time, so the analysis does not take it for blocked."""
+    import os
+    import subprocess
+
+    core = sorted(os.sched_getaffinity(0))[0]
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(spin.pid, {core})
+        done, started = threading.Event(), threading.Event()
+
+        def busy():
+            os.sched_setaffinity(0, {core})  # this thread only: share the spinner's core
+            started.set()
+            end = time.monotonic() + 0.6
+            while time.monotonic() < end:
+                pass
+            done.wait()
+
+        thread = threading.Thread(target=busy, daemon=True)
+        thread.start()
+        started.wait()
+        watcher = watcher_of(thread)
+        watcher.wait(0.05)
+        cpu0, wanted0, t0 = watcher.cpu_ns, watcher.wanted_ns, time.monotonic_ns()
+        time.sleep(0.4)
+        watcher.wait(0.05)
+        wall = time.monotonic_ns() - t0
+        cpu, wanted = watcher.cpu_ns - cpu0, watcher.wanted_ns - wanted0
+        done.set()
+        thread.join()
+    finally:
+        spin.kill()
+        spin.wait()
+    assert cpu < 0.75 * wall, (cpu, wall)  # it shared the core
+    assert wanted > 0.85 * wall and wanted >= cpu, (wanted, cpu, wall)  # and wanted it all the time

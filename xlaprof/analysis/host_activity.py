@@ -192,7 +192,8 @@ def _waited_for_reads(reads: EventSet, read_stack: np.ndarray, stacks: StackSamp
         return read_stack
     named = read_stack.copy()
     pick = np.flatnonzero(no_python)
-    named[pick] = stacks.at(np.full(pick.size, main_line, np.int64), reads.start[pick])
+    # At the read's end: the call that waits for it (loss.backward()) cannot have returned before it.
+    named[pick] = stacks.at(np.full(pick.size, main_line, np.int64), reads.end[pick])
     return named
 
 

@@ -18,9 +18,11 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   where the reading op marked it (``read_calls``, ``collectors/read_calls.py``), else taken from inside
   the read where the sampler saw it, else never from a line that does not read (see the method).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
-- ``running``: per run, whether its thread was running Python (it used at least ``RUNNING_SHARE``
-  of the run's time on a CPU: the sampler's ``py_cpu_us``) rather than blocked on the run's line (a
-  sleep, a queue, a read); runs recorded without CPU times (older captures) count as running.
+- ``running``: per run, whether its thread was running Python (it was on a CPU, or runnable and
+  waiting for one on a loaded host, for at least ``RUNNING_SHARE`` of the run's time: the sampler's
+  ``py_cpu_us``; captures made before the sampler counted the run-queue wait count CPU time only)
+  rather than blocked on the run's line (a sleep, a queue, a read); runs recorded without CPU times
+  (older captures) count as running.
   ``runs_on(line)``: the runs of one host line as (start, end, stack, running) arrays.
 """
 from __future__ import annotations

@@ -123,7 +123,7 @@ GRAPH_HASH_STAT = "graph_hash"  # XLAGraphExecutor::Compile
 PY_STACK_STAT = "py_stack"  # frames outermost first, joined by "\n", each "path:line function"
 PY_THREAD_STAT = "py_thread"  # the host line id of the sampled thread (its TraceMe thread id)
 PY_THREAD_NAME_STAT = "py_thread_name"  # the sampled thread's threading name ("MainThread", ...)
-PY_CPU_STAT = "py_cpu_us"  # CPU time the sampled thread used during the run (absent: unknown)
+PY_CPU_STAT = "py_cpu_us"  # time the sampled thread was on a CPU or runnable during the run (absent: unknown)
 PY_LAG_STAT = "py_lag_us"  # the run began this long before its event opened (absent: 0)
 # The Python call of a blocking read (collectors/read_calls.py): an event on the reading thread around
 # the op that reads (its TransferFromDevice nests in it), with the caller's stack in the sampler's format.

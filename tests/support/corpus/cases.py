@@ -1,0 +1,58 @@
+"""The corpus' cases: each a workload module with its arguments, the steps to warm up and to record,
+and what the truth accepts (written from the workload and torch_xla's counters, not from xlaprof's
+output).
+
+``ACCEPTED_FIXES``: per cause, words of which one must be in the advice of the report's top finding of
+the workload's dominant cause (by the truth): the fixes that remove that cause, whatever the
+workload; ``Case.fixes`` adds the case's own (cause -> words). ``Case.changed``: for a case whose shapes change,
+the values the recompile explanation must name (e.g. the latent width 16 and 24). Cases run in this
+order in one process per mode (``tests.support.truth.runner``): both processes see the same compile
+cache at each case.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    module: str
+    args: tuple[str, ...] = ()
+    warm: int = 2
+    window: int = 4
+    fixes: dict = field(default_factory=dict)  # cause -> accepted words, beside ACCEPTED_FIXES
+    changed: tuple[str, ...] = ()
+
+    @property
+    def module_path(self) -> str:
+        return f"tests.support.corpus.{self.module}"
+
+
+ACCEPTED_FIXES = {
+    # A graph per shape: fewer shapes (bucketing, padding, a static cache) or marked dynamic dimensions.
+    "compile": ("bucket", "pad", "static", "mark_dynamic"),
+    # A host wait on a device value: read less often, later (a step closure), or keep it on the device.
+    "transfer_from_device": ("less often", "every N", "step closure", "add_step_closure", "on the device"),
+    # The host's Python is the bottleneck: trace once (torch_xla.compile), or give the device more per step.
+    "host_tracing": ("torch_xla.compile", "larger batch", "more work per step"),
+    # Waiting for input: more loader workers, prefetching, or a faster collate.
+    "host_blocked": ("num_workers", "prefetch", "DataLoader"),
+}
+# A compile that happens once per line (warming up) is fixed by nothing in the step: it is expected,
+# or saved across runs by torch_xla's persistent compilation cache.
+ONE_OFF_COMPILE_FIXES = ("warming up", "initialize_cache", "persistent")
+CASES: tuple[Case, ...] = (
+    Case("print_logging", "print_logging", window=30),
+    Case("step_closure", "step_closure", window=30),
+    Case("compiled_step", "compiled_step", window=32),
+    Case("dynamic_shapes", "dynamic_shapes"),
+    Case("fallback_backward", "fallback_backward", window=20, fixes={"transfer_from_device": ("fallback", "lowering")}),
+    Case("growing_batch", "growing_batch", warm=1, window=6, changed=("40", "48")),
+    Case("grad_accum", "grad_accum", warm=1, window=3),
+    Case("text_to_image", "text_to_image", warm=0, window=4, changed=("16", "24")),
+    Case("generate_growing", "generate", warm=1, window=3, changed=("7", "8", "9")),
+    Case("generate_static", "generate", ("--static",), warm=1, window=3),
+    Case("input_bound", "input_bound", warm=2, window=16),
+)
+BY_NAME = {case.name: case for case in CASES}

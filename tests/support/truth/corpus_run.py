@@ -1,0 +1,80 @@
+"""The corpus run end to end: both runner processes, then each case's session analysed and scored.
+
+``record_corpus(workdir, names)`` runs ``runner`` in ``lines`` then ``capture`` mode (two processes, one
+after the other: the capture's timings are not shared with the tracer's) and returns the two records.
+``score_corpus(records)`` -> ``{case: CaseResult}``: the case's ``Truth``, the analysis report (the
+JSON contract's dict, ``xlaprof.report.analysis_json``) and its ``Score``, plus the case's own checks
+(``checks``: the advice fits, the recompile explanation names the values that changed).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from tests.support.corpus.cases import ACCEPTED_FIXES, BY_NAME, ONE_OFF_COMPILE_FIXES, Case
+from tests.support.truth.table import Score, Truth, score
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float) -> dict:
+    env = dict(os.environ, PJRT_DEVICE="CPU", PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
+    command = [sys.executable, "-m", "tests.support.truth.runner", "--mode", mode, "--cases", ",".join(names),
+               "--out", out, "--logdir", logdir]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    with open(f"{out}.log", "w") as log:
+        log.write(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"the corpus runner ({mode}) failed: {done.stderr[-3000:]}")
+    with open(out) as handle:
+        return json.load(handle)
+
+
+def record_corpus(workdir: str, names: list[str], timeout: float = 1500) -> dict[str, dict]:
+    """``{"lines": ..., "capture": ...}``: the runner's two records of the named cases."""
+    logdir = os.path.join(workdir, "logs")
+    return {mode: _run(mode, names, os.path.join(workdir, f"{mode}.json"), logdir, timeout)
+            for mode in ("lines", "capture")}
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    truth: Truth
+    report: dict
+    score: Score
+
+    def advice_fits(self) -> bool:
+        """The top finding of the truth's dominant cause gives one of the fixes accepted for it
+        (``cases.ACCEPTED_FIXES``, the case's own ``fixes`` first)."""
+        dominant = max(self.truth.idle_share, key=self.truth.idle_share.get)
+        accepted = self.case.fixes.get(dominant, ()) + ACCEPTED_FIXES[dominant]
+        if dominant == "compile" and max(self.truth.compiles.values(), default=0) <= 1:
+            accepted = ONE_OFF_COMPILE_FIXES  # each line compiled once: warming up, not a changing shape
+        kinds = {"compile": ("compile", "recompilation")}.get(dominant, (dominant,))
+        top = next((f for f in self.report["findings"] if f["kind"] in kinds), None)
+        return top is not None and any(fix.lower() in (top["advice"] or "").lower() for fix in accepted)
+
+    def explanation_names_change(self) -> bool:
+        """Where shapes changed, an explanation of the recompiles names every value that changed."""
+        if not self.case.changed:
+            return True
+        texts = [" ".join(str(v) for v in e.values()) for e in self.report["compiles"]["explained"]]
+        return any(all(value in text for value in self.case.changed) for text in texts)
+
+
+def score_corpus(records: dict[str, dict]) -> dict[str, CaseResult]:
+    from xlaprof.analysis import analyze
+    from xlaprof.report import analysis_json
+    from xlaprof.session import Session
+
+    results = {}
+    for name, captured in records["capture"].items():
+        truth = Truth.of(captured, records["lines"][name])
+        analysis = analyze(Session.load(captured["session"]))
+        report = analysis_json(analysis)
+        results[name] = CaseResult(BY_NAME[name], truth, report, score(analysis, report, truth))
+    return results
