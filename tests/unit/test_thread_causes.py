@@ -146,3 +146,19 @@ def test_steps_without_spans_run_from_one_sync_to_the_next(tmp_path):
     (steps,) = out["steps"].values()
     assert [(s["name"], s["start_us"], s["wall_us"]) for s in steps] == [("step 0", 100.0, 400.0),
                                                                           ("step 1", 500.0, 390.0)]
+
+
+def test_a_compile_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_path):
+    """The autograd engine's thread compiles the graph an op's CPU fallback needs inside
+    ``loss.backward()``: the compile is named at the training thread's backward line."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event("SyncTensorsGraphInternal", 850, 30)
+    engine = host.line("pt_autograd_0", line_id=2)
+    engine.event("XLAGraphExecutor::Compile", 250, 400, graph_hash="g")
+    stacks = {"main": MAIN, "backward": f"{MAIN}\n/work/train.py:33 step\n/venv/lib/python3.11/site-packages/torch/"
+                                        "_tensor.py:625 backward"}
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 200, "main"), (200, 800, "backward"), (800, 1000, "main")],
+                      stacks=stacks, cpu_share={"main": 1.0, "backward": 0.05})
+    out = report(tmp_path, builder)
+    assert [e["source"] for e in out["compile_events"]] == ["/work/train.py:33"]

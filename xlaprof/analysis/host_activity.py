@@ -26,7 +26,9 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   where the compile ran inside a read's call on its thread (a read forces the compile of the graph
   it needs: ``.item()``, a library's ``x in t``), that read's (the sampler, kept off the GIL through
   the compile, may show the thread's line before or after it); else what the sampler first saw
-  during the compile; -1 where neither is known.
+  during the compile; on a thread that runs no Python (the autograd engine's, compiling the graph
+  an op's CPU fallback needs), the training thread's line that waits for it, as for reads; -1
+  where none is known.
 - ``stacks``: the Python stacks the worker's sampler recorded (``StackSamples``; empty for a worker
   without the sampler), ``python_lines``: the host lines of Python threads.
 - ``sampled_work()``: from the training loop thread's sampled runs, the intervals where it ran
@@ -155,7 +157,7 @@ class HostActivity:
             main_line = next((line for line, name in stacks.thread_names.items() if name == MAIN_THREAD), busiest)
         chain = EventSet.of(plane, np.setdiff1d(runtime_rows, boundary_rows))
         tfd, read_stack = _read_calls(EventSet.of(plane, tfd_rows), chain, EventSet.of(plane, boundary_rows), stacks)
-        read_stack = _waited_for_reads(tfd, read_stack, stacks, main_line)
+        read_stack = _waited_for(tfd, read_stack, stacks, main_line)
         compile_rows = plane.rows_named(vocabulary.GRAPH_COMPILE)
         if compile_rows.size == 0:
             compile_rows = plane.rows_named(vocabulary.BACKEND_COMPILE)
@@ -167,7 +169,8 @@ class HostActivity:
         return HostActivity(plane, tfd, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE)),
                             compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
                             stacks, python_lines, EventSet.of(plane, passes), read_stack,
-                            _compile_stacks(compiles, tfd, read_stack, stacks))
+                            _waited_for(compiles, _compile_stacks(compiles, tfd, read_stack, stacks), stacks,
+                                        main_line))
 
     def sampled_work(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         start, end, stack, running = self.stacks.runs_on(self.main_line)
@@ -184,16 +187,17 @@ class HostActivity:
         return self.spans.innermost_all(np.where(lines >= 0, lines, self.main_line), times)
 
 
-def _waited_for_reads(reads: EventSet, read_stack: np.ndarray, stacks: StackSamples, main_line: int) -> np.ndarray:
-    """``read_stack`` with the reads of threads that run no Python (the sampler, which samples every
-    Python thread, never saw them) named by the training thread's stack at the read."""
-    no_python = ~np.isin(reads.line, np.array(stacks.sampled_lines, np.int32)) & (read_stack < 0)
+def _waited_for(events: EventSet, event_stack: np.ndarray, stacks: StackSamples, main_line: int) -> np.ndarray:
+    """``event_stack`` with the events of threads that run no Python (the sampler, which samples every
+    Python thread, never saw them: the autograd engine's, running an op's CPU fallback or compiling
+    the graph it needs) and no stack yet named by the training thread's stack at the event's end: the
+    call that waits for it (``loss.backward()``) cannot have returned before it."""
+    no_python = ~np.isin(events.line, np.array(stacks.sampled_lines, np.int32)) & (event_stack < 0)
     if not no_python.any() or main_line < 0 or not len(stacks):
-        return read_stack
-    named = read_stack.copy()
+        return event_stack
+    named = event_stack.copy()
     pick = np.flatnonzero(no_python)
-    # At the read's end: the call that waits for it (loss.backward()) cannot have returned before it.
-    named[pick] = stacks.at(np.full(pick.size, main_line, np.int64), reads.end[pick])
+    named[pick] = stacks.at(np.full(pick.size, main_line, np.int64), events.end[pick])
     return named
 
 
