@@ -8,7 +8,9 @@
  *   stat_event, stat_start, stat_len): bytearrays of int64 (aggregated: of uint8 0/1); the stats
  *   in encoding order (wire.py's numpy walk gives them by field position; callers sort by start).
  * Every read stays inside ``buf`` (the data and its zero padding); wire bytes that do not
- * decode raise ValueError with wire.py's messages. The decoding runs without the GIL (the
+ * decode raise ValueError with wire.py's messages: a tag no serializer writes (field number 0 or
+ * past 2^29-1, wire types 3, 4, 6, 7) where it is met, and a piece of a line with more than
+ * MAX_OTHER_FIELDS fields besides its events before it is listed. The decoding runs without the GIL (the
  * reader decodes a capture's planes on two threads).
  */
 #define PY_SSIZE_T_CLEAN
@@ -18,6 +20,10 @@
 #include <string.h>
 
 #define EVENTS_TAG 0x22 /* XLine.events: field 4, length-delimited */
+#define MAX_OTHER_FIELDS 1024 /* a line's fields besides its events (a real one has six) */
+#define MAX_FIELD_NUMBER 0x1FFFFFFFu
+
+static int valid_number(uint64_t tag) { return (tag >> 3) >= 1 && (tag >> 3) <= MAX_FIELD_NUMBER; }
 
 typedef struct {
     int64_t *data;
@@ -57,11 +63,12 @@ static int varint(const uint8_t *buf, Py_ssize_t limit, Py_ssize_t *pos, uint64_
 }
 
 /* Where the field at buf[pos] ends, reading the data before limit; -1 when it is cut there,
- * -2 for an unsupported wire type, -3 for an over-long varint. */
+ * -2 for an unsupported wire type or an invalid field number, -3 for an over-long varint. */
 static Py_ssize_t field_end(const uint8_t *buf, Py_ssize_t limit, Py_ssize_t pos) {
     uint64_t tag, value;
     int got = varint(buf, limit, &pos, &tag);
     if (got) return got == -1 ? -1 : -3;
+    if (!valid_number(tag)) return -2;
     switch (tag & 7) {
     case 0:
         got = varint(buf, limit, &pos, &value);
@@ -98,13 +105,16 @@ static PyObject *split_line(PyObject *self, PyObject *args) {
     while (pos < size) {
         Py_ssize_t end = field_end(buf, size, pos);
         if (end == -1) break; /* cut: read on from here */
-        if (end == -2) { error = "an unsupported wire type"; break; }
+        if (end == -2) { error = "an invalid field tag"; break; }
         if (end == -3) { error = "an over-long varint"; break; }
         if (buf[pos] == EVENTS_TAG) {
             Py_ssize_t at = pos + 1;
             uint64_t length;
             varint(buf, size, &at, &length); /* field_end decoded it */
             nomem = column_push(&starts, at) || column_push(&ends, end);
+        } else if (other_starts.size == MAX_OTHER_FIELDS) {
+            error = "a line with more than 1024 fields besides its events";
+            break;
         } else {
             nomem = column_push(&other_starts, pos) || column_push(&other_ends, end);
         }
@@ -179,6 +189,10 @@ static PyObject *decode_events(PyObject *self, PyObject *args) {
             }
             Py_ssize_t payload = pos, next = -1; /* payload: past the value (a length's data) */
             int wire = (int)(tag & 7);
+            if (!valid_number(tag)) {
+                error = "an invalid field tag";
+                break;
+            }
             if (wire == 0 || wire == 2) {
                 got = varint(buf, limit, &pos, &value);
                 if (got) {
@@ -194,7 +208,7 @@ static PyObject *decode_events(PyObject *self, PyObject *args) {
                     payload = next = pos + width;
                 }
             } else {
-                error = "an unsupported wire type";
+                error = "an invalid field tag";
                 break;
             }
             if (next < 0 || next > end) {

@@ -13,6 +13,15 @@ Contract:
   fields (id, name, timestamp) come as the encodings of its other fields, in any piece.
 - Wire bytes that do not walk (a field past its message's end, a bad wire type) raise
   ``ValueError``; a file shorter than its fields say raises ``ValueError`` too.
+- Bounded work on any bytes: a tag that no serializer writes (field number 0 or past 2^29-1,
+  wire types 3, 4, 6 and 7) is rejected where it is met, so a zero-filled file fails at its first
+  byte. Nothing is kept per field: the fields of the space and of a plane but the lines are kept
+  as the ranges they cover (adjacent fields as one range) and read once their message has walked.
+  Limits, each a ``ValueError`` saying which: ``MAX_PLANES`` planes and ``MAX_LINES`` lines a
+  file; ``MAX_FIELDS_WALKED`` fields walked one by one a file (planes, lines, the fields before a
+  plane's metadata, which is parsed in one piece); ``METADATA_BYTES`` of a plane's fields besides
+  its lines; ``MAX_SPACE_REST_BYTES`` of the space's fields besides its planes. The index so costs
+  each plane's metadata (as protobuf objects) and about 100 bytes a line, whatever the file holds.
 """
 from __future__ import annotations
 
@@ -27,7 +36,13 @@ from xlaprof.xspace import schema, wire
 _SPACE_PLANES, _PLANE_LINES = 1, 3
 _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
 WINDOW_BYTES = 2**20  # the block of the file that indexing reads at a time
-METADATA_BYTES = 256 * 2**20  # a plane's metadata read in one piece up to this size
+METADATA_BYTES = 256 * 2**20  # the most of a plane's fields besides its lines (read in one piece)
+MAX_SPACE_REST_BYTES = 2**20  # the most of the space's fields besides its planes
+MAX_FIELDS_WALKED = 2**22  # fields walked one by one in a file (planes, lines, fields before a plane's metadata)
+MAX_PLANES = 2**14  # planes in a file (a TPU pod host has a few hundred)
+MAX_LINES = 2**18  # lines in a file, all planes together (a host plane has one per thread)
+MAX_FIELD_NUMBER = 2**29 - 1  # protobuf's largest
+_WIRE_TYPES = frozenset((_VARINT, _FIXED64, _LENGTH, _FIXED32))  # groups (3, 4) are in no xplane.proto
 
 
 @dataclass
@@ -44,32 +59,58 @@ class SpaceIndex:
 
 def index_space(handle, size: int) -> SpaceIndex:
     window = _Window(handle)
-    planes, rest = [], []
+    planes, rest = [], _Ranges("the space's fields besides its planes", MAX_SPACE_REST_BYTES)
+    lines = [0]  # lines indexed so far, all planes together
     for number, start, payload, end in _walk(window, 0, size):
         if number == _SPACE_PLANES:
-            planes.append(_index_plane(window, payload, end))
+            if len(planes) == MAX_PLANES:
+                raise ValueError(f"more than {MAX_PLANES:,} planes")
+            planes.append(_index_plane(window, payload, end, lines))
         else:
-            rest.append(window.read(start, end - start))
-    return SpaceIndex(planes, schema.XSpace.FromString(b"".join(rest)))
+            rest.add(start, end)
+    return SpaceIndex(planes, schema.XSpace.FromString(rest.read(window)))
 
 
-def _index_plane(window: _Window, start: int, end: int) -> PlaneIndex:
-    lines, header = [], []
+def _index_plane(window: _Window, start: int, end: int, line_count: list[int]) -> PlaneIndex:
+    lines, header = [], _Ranges("a plane's fields besides its lines", METADATA_BYTES)
     for number, at, payload, field_end in _walk(window, start, end):
         if number == _PLANE_LINES:
+            line_count[0] += 1
+            if line_count[0] > MAX_LINES:
+                raise ValueError(f"more than {MAX_LINES:,} lines")
             lines.append((payload, field_end - payload))
             continue
-        if number > _PLANE_LINES and end - at <= METADATA_BYTES:
+        if number > _PLANE_LINES and end - at <= METADATA_BYTES - header.bytes:
             # Serializers write fields in number order, the metadata after the lines: all of it at
             # once, unless a line follows after all.
             try:
-                tail = schema.XPlane.FromString(b"".join(header) + window.read(at, end - at))
+                tail = schema.XPlane.FromString(header.read(window) + window.read(at, end - at))
             except DecodeError:
                 tail = None
             if tail is not None and not len(tail.lines):
                 return PlaneIndex(tail, lines)
-        header.append(window.read(at, field_end - at))
-    return PlaneIndex(schema.XPlane.FromString(b"".join(header)), lines)
+        header.add(at, field_end)
+    return PlaneIndex(schema.XPlane.FromString(header.read(window)), lines)
+
+
+class _Ranges:
+    """The byte ranges of a message's fields kept for parsing, adjacent ones merged: one record a
+    run of fields, at most ``limit`` bytes in all (``what`` names them in the error)."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        self.what, self.limit, self.spans, self.bytes = what, limit, [], 0
+
+    def add(self, start: int, end: int) -> None:
+        self.bytes += end - start
+        if self.bytes > self.limit:
+            raise ValueError(f"{self.what} take more than {self.limit // 2**20} MiB")
+        if self.spans and self.spans[-1][1] == start:
+            self.spans[-1][1] = end
+        else:
+            self.spans.append([start, end])
+
+    def read(self, window: _Window) -> bytes:
+        return b"".join(window.read(start, end - start) for start, end in self.spans)
 
 
 def line_pieces(handle, offset: int, length: int, chunk_bytes: int) -> Iterator[tuple]:
@@ -96,6 +137,7 @@ class _Window:
 
     def __init__(self, handle, block: int = WINDOW_BYTES) -> None:
         self.handle, self.block, self.start, self.data = handle, block, 0, b""
+        self.fields = 0  # fields walked so far (``_walk``), against MAX_FIELDS_WALKED
 
     def read(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` (fewer only at the file's end)."""
@@ -116,6 +158,8 @@ def _walk(window: _Window, start: int, end: int) -> Iterator[tuple[int, int, int
         head = window.read(pos, min(20, end - pos))
         tag, at = _varint(head, 0)
         wire_type = tag & 7
+        if not 0 < tag >> 3 <= MAX_FIELD_NUMBER or wire_type not in _WIRE_TYPES:
+            raise ValueError(f"an invalid field tag {tag} at byte {pos}")
         if wire_type == _VARINT:
             _, payload_end = _varint(head, at)
             payload = at
@@ -124,10 +168,11 @@ def _walk(window: _Window, start: int, end: int) -> Iterator[tuple[int, int, int
         elif wire_type == _LENGTH:
             length, payload = _varint(head, at)
             payload_end = payload + length
-        else:
-            raise ValueError("an unsupported wire type")
         if pos + payload_end > end:
             raise ValueError("a field runs past the end of its message")
+        window.fields += 1
+        if window.fields > MAX_FIELDS_WALKED:
+            raise ValueError(f"more than {MAX_FIELDS_WALKED:,} fields besides events and metadata")
         yield tag >> 3, pos, pos + payload, pos + payload_end
         pos += payload_end
 

@@ -21,8 +21,11 @@ Contract:
   results (a decoded event's stats come in encoding order from C, by field position from numpy:
   callers order them by start), checked against each other on real and mutated captures.
 - A buffer ends in ``PAD`` zero bytes past its data (fixed-width reads of the last fields).
-- Wire bytes that do not decode (a bad wire type, a field running past its message, an
-  over-long varint) raise ``ValueError``.
+- Wire bytes that do not decode (a field running past its message, an over-long varint) raise
+  ``ValueError``; so does, where it is met, a tag no serializer writes (field number 0 or past
+  2^29-1, wire types 3, 4, 6, 7: "an invalid field tag"), and a piece of a line with more than
+  ``MAX_OTHER_FIELDS`` fields besides its events, before they are listed: the fields of any
+  bytes cost at most that many records besides the events.
 """
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ _STAT_METADATA = 1
 STAT_DOUBLE, STAT_UINT64, STAT_INT64, STAT_STR, STAT_BYTES, STAT_REF = 2, 3, 4, 5, 6, 7
 PAD = 16  # bytes after a buffer's data: reads past the last message stay inside it; overruns are checked
 _LINE_EVENTS_TAG = 4 << 3 | 2  # XLine.events, length-delimited
+MAX_OTHER_FIELDS = 1024  # a line's fields besides its events (a real one has six: id, name, timestamp, ...)
+_MAX_FIELD_NUMBER = 2**29 - 1
 
 
 @dataclass
@@ -158,6 +163,9 @@ def _fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> _Fields:
     while live.size:
         tag, tag_len = _tags(buf, pos[live])
         wire = (tag & np.uint64(7)).astype(np.int64)
+        number = tag >> np.uint64(3)
+        if np.any((number == 0) | (number > _MAX_FIELD_NUMBER)):
+            raise ValueError("an invalid field tag")
         at = pos[live] + tag_len
         varint = (wire == _VARINT) | (wire == _LENGTH)
         if varint.all():  # the common pass: one field number at this position, a varint or a length
@@ -171,14 +179,14 @@ def _fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> _Fields:
                 pick = np.flatnonzero(wire == kind)
                 bits[pick], step[pick] = _fixed(buf, at[pick], width), width
             if np.any(~varint & (wire != _FIXED64) & (wire != _FIXED32)):
-                raise ValueError("an unsupported wire type")
+                raise ValueError("an invalid field tag")
         payload = at + step
         # A length-delimited field's value is its length; its payload follows.
         skip = np.where(wire == _LENGTH, bits.astype(np.int64), 0)
         pos[live] = payload + skip
         if np.any((pos[live] > ends[live]) | (skip < 0)):
             raise ValueError("a field runs past the end of its message")
-        parts.append((live, (tag >> np.uint64(3)).astype(np.int64), bits, payload))
+        parts.append((live, number.astype(np.int64), bits, payload))
         live = live[pos[live] < ends[live]]
     if not parts:
         z = np.zeros(0, np.int64)
@@ -256,6 +264,8 @@ def split_line(buf: np.ndarray, size: int) -> tuple[int, np.ndarray, np.ndarray,
         end = _field_end(buf, pos, size)
         if end > size:
             break
+        if len(others) == MAX_OTHER_FIELDS:
+            raise ValueError(f"a line with more than {MAX_OTHER_FIELDS} fields besides its events")
         others.append((pos, end))
         pos = end
     chain = np.concatenate(runs) if runs else np.zeros(0, np.int64)
@@ -292,6 +302,10 @@ def _field_end(buf: np.ndarray, pos: int, size: int) -> int:
     """Where the field at ``buf[pos]`` ends (past ``size`` when it is cut there)."""
     tag, tag_len = (int(v[0]) for v in _varints(buf, np.array([pos])))
     wire, at = tag & 7, pos + tag_len
+    if at > size:  # the tag itself is cut
+        return at
+    if not 0 < tag >> 3 <= _MAX_FIELD_NUMBER:
+        raise ValueError("an invalid field tag")
     if wire == _VARINT:
         return at + int(_varints(buf, np.array([at]))[1][0])
     if wire in (_FIXED64, _FIXED32):
@@ -299,7 +313,7 @@ def _field_end(buf: np.ndarray, pos: int, size: int) -> int:
     if wire == _LENGTH:
         length, width = (int(v[0]) for v in _varints(buf, np.array([at])))
         return at + width + length
-    raise ValueError("an unsupported wire type")
+    raise ValueError("an invalid field tag")
 
 
 def leading_stat_ids(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
