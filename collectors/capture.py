@@ -43,6 +43,7 @@ from xlaprof.xspace import vocabulary
 from xlaprof.xspace.metrics import window_metrics
 
 ANSWER_GRACE_S = 30.0  # how long past the window a worker may take to send its profile
+MAX_DURATION_S = 86_400.0  # a day: the profiler counts the duration in int32 milliseconds
 MAX_CONCURRENT = 16  # workers captured at once by default
 MAX_HOSTS_FILE_BYTES = 2**20
 BUSY = ("busy: another capture is running on that server (it serves one at a time); wait for it to finish, "
@@ -193,8 +194,8 @@ def _one_line(exc: Exception) -> str:
 
 def capture_session(workers: list[WorkerAddress], *, duration_s: float, logdir: str,
                     name: str | None = None, attempts: int = 3, max_concurrent: int = MAX_CONCURRENT) -> CaptureResult:
-    if not duration_s > 0:
-        raise XlaprofError(f"--duration must be positive seconds, not {duration_s}")
+    if not 0 < duration_s <= MAX_DURATION_S:  # nan and inf too (inf was an OverflowError)
+        raise XlaprofError(f"--duration must be positive seconds, at most {MAX_DURATION_S:g}, not {duration_s}")
     if attempts < 1:
         raise XlaprofError("--attempts must be at least 1")
     if max_concurrent < 1:

@@ -2,7 +2,7 @@
 
 Contract:
 - Option types for argparse, each rejecting a bad value with a sentence saying what is expected:
-  ``duration`` (seconds to record: finite, above 0, at most ``MAX_DURATION_S``), ``seconds``
+  ``duration`` (seconds to record: finite, above 0, at most the capture's ``MAX_DURATION_S``), ``seconds``
   (finite, above 0), ``port`` (1-65535), ``port_or_free`` (0-65535, 0: a free one), ``positive``
   (a whole number, 1 or more), ``count`` (0 or more), ``indent`` (0 to ``MAX_INDENT``), ``size``
   (``8GiB``, ``500MB``: ``storage.parse_size``).
@@ -20,7 +20,6 @@ import math
 
 from xlaprof.errors import XlaprofError
 
-MAX_DURATION_S = 86_400.0  # a day: longer captures would not fit the profiler's millisecond count anyway
 MAX_INDENT = 16  # spaces per JSON level; more only multiplies the output (--indent 100000: 2 GB)
 
 
@@ -49,6 +48,9 @@ def seconds(text: str) -> float:
 
 
 def duration(text: str) -> float:
+    # The capture's own bound, said here before a demo starts its worker.
+    from collectors.capture import MAX_DURATION_S
+
     value = seconds(text)
     if value > MAX_DURATION_S:
         raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_DURATION_S:g} seconds (a day)")

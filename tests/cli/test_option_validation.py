@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from collectors.capture import MAX_DURATION_S
 from tests.support.synthetic import training_capture, write_session
 from tests.support.workers import run_cli
 from xlaprof import cli_options
@@ -84,7 +85,7 @@ def test_a_debug_file_over_the_limit_or_of_zeros_is_one_line(session, tmp_path):
 
 # option -> (a command line holding it, the rule a parsed value keeps)
 RULES = {
-    "--duration": (["capture"], lambda v: math.isfinite(v) and 0 < v <= cli_options.MAX_DURATION_S),
+    "--duration": (["capture"], lambda v: math.isfinite(v) and 0 < v <= MAX_DURATION_S),
     "--port": (["dashboard"], lambda v: 1 <= v <= 65535),
     "--dashboard-port": (["demo"], lambda v: 1 <= v <= 65535),
     "--indent": (["analyze", "x"], lambda v: 0 <= v <= cli_options.MAX_INDENT),
@@ -113,3 +114,13 @@ def test_any_text_for_a_numeric_option_is_a_valid_value_or_one_line(option, text
             return
     value = getattr(args, option.lstrip("-").replace("-", "_"))
     assert rule(value), (option, text, value)
+
+
+@pytest.mark.parametrize("duration", [math.inf, math.nan, 0.0, MAX_DURATION_S * 2])
+def test_the_capture_api_rejects_a_duration_the_profiler_cannot_take(tmp_path, duration):
+    from collectors.capture import WorkerAddress, capture_session
+    from xlaprof.errors import XlaprofError
+
+    with pytest.raises(XlaprofError, match="--duration must be positive seconds, at most 86400"):
+        capture_session([WorkerAddress("localhost", 9)], duration_s=duration, logdir=str(tmp_path))
+    assert os.listdir(tmp_path) == []

@@ -9,7 +9,7 @@ three packages (lazy ones inside functions included) is checked against an allow
     xlaprof.report                      -> errors, units, xspace, hlo, session, analysis
     xlaprof.export                      -> errors, units, xspace, hlo, session, analysis (beside report)
     xlaprof.pods                        -> progress (runs tasks on Dask; knows no analysis)
-    xlaprof.cli_options                 -> errors, session (the CLI's option values and environment)
+    xlaprof.cli_options                 -> errors, session, collectors.capture (its duration bound)
     collectors                          -> xlaprof._version, errors, progress, units, xspace, session
     dashboard                           -> any of xlaprof but the CLI; never collectors
     xlaprof (facade), xlaprof.cli       entry points: reach every package, lazily
@@ -47,7 +47,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "collectors.demo_worker": CORE + ("=xlaprof",),
     "xlaprof.export": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
     "xlaprof.pods": CORE,
-    "xlaprof.cli_options": CORE + ("xlaprof.session",),
+    "xlaprof.cli_options": CORE + ("xlaprof.session", "=collectors.capture"),
     "dashboard": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis",
                          "xlaprof.report", "xlaprof.pods"),
     # Entry points: the public facade and the command line.
