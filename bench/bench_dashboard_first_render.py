@@ -11,7 +11,7 @@ code to compare with, e.g. ``git worktree add /tmp/dash-base <commit>``; this ch
 it starts that checkout's real dashboard (``python -m xlaprof dashboard``) and times, in fresh
 browser profiles, from the navigation to the session's URL (the browser already started, on
 about:blank) until
-- the first view (``FIRST_VIEW``): the findings, the overview cards with the idle-by-cause donut
+- the first view (``FIRST_VIEW``): the top findings, the overview cards with the idle-by-cause donut
   drawn, and the timeline's bars drawn; the figure the targets are about;
 - the whole page (``WHOLE_PAGE``, this bench's earlier definition): the findings, the timeline's
   bars, the first gaps-table row and the step chart all drawn;
@@ -19,6 +19,9 @@ both from the same render: the first render (the server has not analysed the ses
 ``--runs`` first visits with the analysis cached. Both definitions are DOM checks that read the same
 on the base and on this tree. Both checkouts run in the same process, one after the
 other, on the same sessions, so their figures share the machine's load (printed with them).
+The browser window is ``WINDOW`` (1024x768); once the page is drawn it also prints where the answer
+(the verdict and the top findings, issue 30) ends against the viewport's height, and how many grid
+cells cut their text.
 Targets (issue 21): a 10k-event session under 1.5 s, a 1M-event one under 2.5 s.
 """
 from __future__ import annotations
@@ -36,9 +39,17 @@ from tests.support.dashboard_harness import DashboardServer, chromium  # noqa: E
 from tests.support.synthetic import write_bench_session  # noqa: E402
 from xlaprof.session import list_sessions  # noqa: E402
 
-FINDINGS, TIMELINE = "#findings .finding", "#timeline .js-plotly-plot .bars"
+# The top findings: the answer's compact rows (issue 30), or on an older tree its findings list.
+FINDINGS, TIMELINE = "#top-findings .compact-finding, #findings .finding", "#timeline .js-plotly-plot .bars"
 FIRST_VIEW = (FINDINGS, ".cards .card-idle .js-plotly-plot .trace", TIMELINE)  # the donut's slices
 WHOLE_PAGE = (FINDINGS, TIMELINE, "#gaps-table .ag-row .ag-cell", "#steps-chart .trace")  # the steps' bars or areas
+WINDOW = (1024, 768)  # the browser window: the smallest screen the page is made for
+# Where the answer ends (the verdict and the top findings: bottom of the last, px) and the viewport's
+# height, and how many grid cells cut their text, once the whole page is drawn.
+FOLD = """const rows = [...document.querySelectorAll('#verdict, #top-findings .compact-finding')];
+  const cut = [...document.querySelectorAll('.xgrid .ag-cell')].filter(c => [c, ...c.querySelectorAll('.ag-cell-value')]
+    .some(e => e.scrollWidth > e.clientWidth + 1)).length;
+  return [rows.length ? Math.max(...rows.map(e => e.getBoundingClientRect().bottom)) : null, innerHeight, cut];"""
 TARGETS_S = ((50_000, 1.5), (float("inf"), 2.5))  # (events up to, seconds)
 
 
@@ -46,10 +57,12 @@ def _drawn(selectors: tuple[str, ...]) -> str:
     return " && ".join(f"!!document.querySelector({s!r})" for s in selectors)
 
 
-def _render(url: str, profile: str) -> tuple[float, float]:
-    """Seconds until the first view and until the whole page are drawn, in one fresh browser."""
+def _render(url: str, profile: str) -> tuple[float, float, list]:
+    """Seconds until the first view and until the whole page are drawn, in one fresh browser of
+    ``WINDOW``'s size, and ``FOLD`` once it is."""
     driver = chromium(profile)
     try:
+        driver.set_window_size(*WINDOW)
         driver.get("about:blank")
         start = time.perf_counter()
         driver.get(url)
@@ -59,7 +72,7 @@ def _render(url: str, profile: str) -> tuple[float, float]:
             view, whole = driver.execute_script(f"return [{_drawn(FIRST_VIEW)}, {_drawn(WHOLE_PAGE)}]")
             first = first if first is not None or not view else now
             if first is not None and whole:
-                return first, now
+                return first, now, driver.execute_script(FOLD)
             time.sleep(0.02)
         raise RuntimeError(f"{url} was not drawn within 300 s")
     finally:
@@ -112,6 +125,10 @@ def main() -> int:
                 print(f"  {name:<5} " + _times("first view:", cold[0], [w[0] for w in warm])
                       + f"   load {os.getloadavg()[0]:.1f}")
                 print(f"  {name:<5} " + _times("whole page:", cold[1], [w[1] for w in warm]))
+                bottom, height, cut = cold[2]
+                answer = f"ends at {bottom:.0f} px of a {height} px viewport" if bottom is not None else "none"
+                print(f"  {name:<5} at {WINDOW[0]}x{WINDOW[1]}: the answer (verdict, top findings) {answer}; "
+                      f"{cut} grid cell(s) cut")
     return 0
 
 
