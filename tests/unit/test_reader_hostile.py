@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import tracemalloc
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -198,3 +199,20 @@ def test_structure_aware_mutations_are_read_or_refused_within_the_budget(data):
 
 def test_the_seed_is_read_whole():
     assert read_xspace(SEED).event_count > 0 and len(FIELDS) > 100
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["C", "numpy"])
+@pytest.mark.parametrize("piece,message", [
+    (bytes(64), "an invalid field tag"),  # field 0
+    (b"\x08\x01\x0e", "an invalid field tag"),  # wire type 6 after a line id
+    (b"\x22\x02\x00\x00", "an invalid field tag"),  # an event holding field 0
+    (b"\x08\x01" * (wire.MAX_OTHER_FIELDS + 1), "fields besides its events"),
+])
+def test_both_line_decoders_refuse_invalid_tags_and_too_many_fields(monkeypatch, native, piece, message):
+    if not native:
+        monkeypatch.setattr(wire, "_native", None)
+    buf = np.zeros(len(piece) + wire.PAD, np.uint8)
+    buf[:len(piece)] = np.frombuffer(piece, np.uint8)
+    with pytest.raises(ValueError, match=message):
+        _, starts, ends, _ = wire.split_line(buf, len(piece))
+        wire.decode_events(buf, starts, ends)
