@@ -2,7 +2,7 @@
 most after its own cause."""
 from __future__ import annotations
 
-from xlaprof.report.verdict import session_verdict, verdict
+from xlaprof.report.verdict import fix_of, session_verdict, verdict
 
 STEP = {"median_us": {"before": 50_000.0, "after": 55_000.0, "delta": 5_000.0, "relative": 0.1},
         "median_ci": [0.05, 0.15], "level": 0.95, "significant": True}
@@ -56,3 +56,17 @@ def test_a_session_verdict_names_the_share_the_biggest_cause_its_line_and_the_fi
     data["findings"] = data["findings"][:1]  # no finding of that cause: no line, no fix
     assert session_verdict(data).endswith("The biggest cause is host_tracing: 7,800.0 ms, 80% of the idle time.")
     assert session_verdict({**data, "device_idle_us": 0.0}) == "The devices were never idle in the analysed window."
+
+
+def test_the_fix_is_the_advice_s_first_imperative_sentence_or_clause():
+    from xlaprof.analysis.advice import ADVICE, ADVICE_DEVICE_INDEX, FindingKind
+
+    assert fix_of(ADVICE[FindingKind.TRANSFER_FROM_DEVICE]).startswith("Keep the value on the device")
+    assert fix_of(ADVICE[FindingKind.RECOMPILATION]).startswith("Pad inputs to a fixed shape")
+    assert fix_of(ADVICE[FindingKind.HOST_BLOCKED]).startswith("Prepare batches ahead of the step")
+    assert fix_of(ADVICE_DEVICE_INDEX).startswith("keep the index on the CPU at the call")
+    fitted = ("torch_xla compiles one graph per distinct input shape: pad B to a fixed size or bucket it to a few "
+              "sizes (multiples of 8: 40, 48, 56), so that a handful of graphs serve every step. Run the worker "
+              "with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates each input.")
+    assert fix_of(fitted).startswith("pad B to a fixed size")
+    assert fix_of("Nothing to do here. It is fine.") == "It is fine."  # no imperative: the last sentence

@@ -16,8 +16,9 @@ is compared per step``): window totals of such windows do not compare.
 dashboard's session page both open with. It reads the keys ``device_busy_us``, ``device_idle_us``,
 ``idle_by_cause_us`` and ``findings`` (ranked, as ``json_report.finding_json`` makes them; only the
 first finding of the biggest cause is read) and says the idle share, the biggest cause with its
-share of the idle time, the line most of it is at (its span and ``file:line``) and the fix (the
-advice's last sentence, where its advice ends with what to do), e.g. ``The devices were idle 98.0%
+share of the idle time, the line most of it is at (its span and ``file:line``) and the fix
+(``fix_of``: the advice's first sentence, or part of one after a colon, that starts with an
+imperative, else its last), e.g. ``The devices were idle 98.0%
 of the time (11.45 s of 11.68 s of device time). The biggest cause is host_tracing: 9.10 s, 80% of the idle time,
 most of it at train_step (train_mlp.py:42). Fix: move work that ... with torch_xla.compile.``
 """
@@ -112,6 +113,9 @@ def _where(f: dict, source: str | None = None) -> str:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+# The verbs an advice's fix starts with ("Keep the value on the device ...", "... shape: pad B to ...").
+IMPERATIVES = frozenset({"keep", "pad", "bucket", "move", "wrap", "prepare", "replace", "capture", "serve", "run",
+                         "create", "compute", "use", "pass", "hand", "avoid", "trace", "read", "start", "install"})
 
 
 def session_verdict(data: dict) -> str:
@@ -132,9 +136,20 @@ def session_verdict(data: dict) -> str:
     out.append(f"The biggest cause is {cause}: {format_duration(by_cause[cause])}, "
                f"{100 * by_cause[cause] / idle:.0f}% of the idle time{where}.")
     if lead and lead["advice"]:
-        fix = _SENTENCE_END.split(lead["advice"].strip())[-1]
+        fix = fix_of(lead["advice"])
         out.append(f"Fix: {fix[0].lower()}{fix[1:]}")
     return " ".join(out)
+
+
+def fix_of(advice: str) -> str:
+    """What to do, from an advice: its first sentence, or part of one after a colon, that starts
+    with an imperative (``IMPERATIVES``), else its last sentence."""
+    sentences = _SENTENCE_END.split(advice.strip())
+    for sentence in sentences:
+        for part in (sentence, sentence.partition(": ")[2]):
+            if part.split(" ", 1)[0].lower() in IMPERATIVES:
+                return part
+    return sentences[-1]
 
 
 def _cause_of(kind: str) -> str:
