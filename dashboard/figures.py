@@ -232,4 +232,6 @@ def trend_chart(series: TrendSeries) -> go.Figure:
     fig.update_xaxes(title_text="session")
     # uirevision: the sessions page redraws the trend every few seconds; a zoom survives that
     return _layout(fig, 300, uirevision="trend", yaxis=dict(title_text="idle share (%)", rangemode="tozero"),
-                   yaxis2=dict(title_text="median step (ms)", overlaying="y", side="right", rangemode="tozero"))
+                   # its own round ticks (Plotly syncs an overlaying axis' ticks to the left one's grid: 0.519, 1.037)
+                   yaxis2=dict(title_text="median step (ms)", overlaying="y", side="right", rangemode="tozero",
+                               tickmode="auto", showgrid=False))

@@ -155,3 +155,14 @@ def test_span_lanes_are_labelled_where_a_name_fits_and_no_label_overflows(site, 
         "return [...document.querySelectorAll('#flame .slice')].map(s => { const t = s.querySelector('text');"
         " const w = t ? t.getBBox().width : 0; return [t ? t.textContent : '', w, s.querySelector('path').getBBox().width]; })")
     assert frames and all(w <= box + 1 for _, w, box in frames), frames
+
+
+def test_the_trend_s_step_axis_has_round_ticks(site, browser):
+    """The median-step axis of the sessions' trend ticks at round numbers (0, 0.5, 1, ...), not at
+    the idle-share axis' grid lines carried over (0.519, 1.037, ...)."""
+    browser.set_window_size(*SIZES[0])
+    browser.get(site.url + "/")
+    ticks = wait_for(browser, "[...document.querySelectorAll('#trend-chart .y2tick text')].map(t => t.textContent)"
+                              ".filter(t => t).length > 2 && [...document.querySelectorAll('#trend-chart .y2tick text')]"
+                              ".map(t => t.textContent)")
+    assert all(re.fullmatch(r"\d+(\.\d)?", t) for t in ticks), ticks
