@@ -5,14 +5,15 @@ Contract:
   summaries alone (no capture is read): one row per worker with steps, one column per step every
   such worker ran (``worker_comparison.common_step_rows``; at most ``MAX_COLUMNS``, the first),
   each cell's wall time, device busy time and idle time by cause inside the step (summed over the
-  worker's devices), and per step its straggler: the worker whose step took longest (ties: the
-  first). Rows are ordered by group (``groups``, slowest group first), then by name, numbers in
+  worker's devices), and per step its straggler (``step_stragglers``): the worker whose step took
+  longest, where it took more than ``TIE_MARGIN`` longer than the step's median worker (else none:
+  -1, and no mark; identical workers never make one a straggler). Rows are ordered by group (``groups``, slowest group first), then by name, numbers in
   names compared as numbers, so workers that behave alike sit together. ``None`` with fewer than two
   workers with steps, or no step they all ran.
 - ``heatmap(grid, cause)``: the ``Heatmap`` to draw: ``z[row][col]`` the idle share (percent of
   the device time in that step: idle / (busy + idle)) of every cause (``cause`` None or
   ``ALL_IDLE``) or of one cause of ``attribution.CAUSES`` (an unknown value: all idle), each cell's
-  step time in ms and a hover template (not a text per cell: 64 x 500 cells stay small), and the straggler markers (one per step: its worker, and the hover naming it, its wall time
+  step time in ms and a hover template (not a text per cell: 64 x 500 cells stay small), and the straggler markers (one per step that has one: its worker, and the hover naming it, its wall time
   against the step's median and its main idle cause in that step).
 - ``groups``: workers grouped by behaviour, an explained rule rather than a fitted one: the speed
   band of the worker's median step against the typical worker's (the median of the workers'
@@ -29,7 +30,8 @@ Contract:
   worker (the straggler of the most steps) and a typical one (the first of the largest typical
   group), or the first ``TIMELINE_WORKERS`` without common steps: 64 workers' lanes would be
   thousands of bars and a page taller than a screen.
-- ``slowest_summary(grid)``: the workers slowest in the most steps, as ``(worker, steps)``, most first.
+- ``slowest_summary(grid)``: the workers slowest in the most steps (steps with a straggler), as
+  ``(worker, steps)``, most first.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ from xlaprof.units import format_duration
 
 MAX_COLUMNS = MAX_ALIGNED_STEPS
 TIMELINE_WORKERS = 4
+TIE_MARGIN = 0.01  # a step's slowest worker is its straggler only when it took more than this share longer than the median one
 ALL_IDLE = "all idle"
 BANDS = ("slow", "typical", "fast")  # the order groups are shown in
 _NUMBERED = re.compile(r"^(.*?)(\d+)((?::\d+)?)$")  # "tpu-vm-" 17 ":8466"
@@ -135,7 +138,16 @@ def pod_grid(analysis: SessionAnalysis) -> PodGrid | None:
     groups, order = _groups(labels, medians, idle.sum(axis=1), share, typical)
     wall, busy, idle, start = wall[order], busy[order], idle[order], start[order]
     return PodGrid([labels[i] for i in order], common, total, wall, busy, idle, start,
-                   wall.argmax(axis=0), groups, typical)
+                   step_stragglers(wall), groups, typical)
+
+
+def step_stragglers(wall: np.ndarray) -> np.ndarray:
+    """Per step (column of ``wall``, workers x steps), the row of the worker whose step took longest,
+    or -1 where it took no more than ``TIE_MARGIN`` longer than the step's median worker: workers
+    that ran alike have no straggler, whichever came first."""
+    slowest = wall.argmax(axis=0)
+    longest, median = wall.max(axis=0), np.median(wall, axis=0)
+    return np.where(longest > median * (1 + TIE_MARGIN), slowest, -1)
 
 
 def _shares(busy: np.ndarray, idle: np.ndarray) -> np.ndarray:
@@ -211,6 +223,8 @@ def heatmap(grid: PodGrid, cause: str | None = None) -> Heatmap:
     sx, sy, sh = [], [], []
     for c, step in enumerate(steps):
         r = int(grid.straggler[c])
+        if r < 0:  # the workers ran alike: no straggler
+            continue
         sx.append(step)
         sy.append(grid.workers[r])
         main = grid.idle_us[r, c]
@@ -242,7 +256,7 @@ def cell(grid: PodGrid, worker: object, step: object) -> CellDetail | None:
 
 
 def slowest_summary(grid: PodGrid) -> list[tuple[str, int]]:
-    counts = np.bincount(grid.straggler, minlength=len(grid.workers))
+    counts = np.bincount(grid.straggler[grid.straggler >= 0], minlength=len(grid.workers))
     found = [(grid.workers[r], int(counts[r])) for r in np.argsort(-counts, kind="stable") if counts[r]]
     return found
 

@@ -167,3 +167,15 @@ def test_the_page_draws_the_section_and_its_callbacks_answer_as_the_browser_asks
     gap = {"rowId": str(first_gap[labels.index(COMPILER)])}
     answer = post("gaps-table.cellClicked", [("gaps-table", "cellClicked", gap)], click)
     assert answer["timeline-workers"]["children"] == f"{COMPILER}\n{TYPICAL[0]}"
+
+
+def test_workers_that_ran_alike_have_no_straggler(tmp_path):
+    """Three identical workers (the same capture): no step has a straggler, so no worker is marked
+    slowest in every step for coming first in a tie."""
+    same = training_capture(steps=STEPS, devices=DEVICES, seed=1)
+    run = write_session(str(tmp_path), "alike", {f"tpu-vm-{i}_8466": same for i in range(3)})
+    alike = pod_grid(analyze(Session.load(run)))
+    assert (alike.straggler == -1).all() and slowest_summary(alike) == []
+    marks = heatmap(alike)
+    assert marks.straggler_x == [] and marks.straggler_hover == []
+    assert not cell(alike, alike.workers[0], 3).slowest
