@@ -48,7 +48,8 @@ def test_the_heatmap_draws_every_worker_and_step_and_names_the_straggler(site, b
     rows, cols = browser.execute_script(f"const z = {HEATMAP}.data[0].z; return [z.length, z[0].length]")
     assert (rows, cols) == (WORKERS, STEPS)
     marks = browser.execute_script(f"const m = {HEATMAP}.data[1]; return [[...m.x], [...m.y]]")
-    assert marks == [list(range(STEPS)), [marks[1][0]] + [SLOW] * (STEPS - 1)]
+    # step 0, where every worker compiles alike, has no straggler (within 1% of its median worker)
+    assert marks == [list(range(1, STEPS)), [SLOW] * (STEPS - 1)]
     slowest = browser.find_element("css selector", "#pod-slowest").text
     assert slowest.startswith(f"Slowest worker of each step: {SLOW} in 11")
     groups = [r.text for r in browser.find_elements("css selector", "#pod-groups .pod-group")]
