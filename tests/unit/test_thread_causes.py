@@ -162,3 +162,26 @@ def test_a_compile_on_a_thread_without_python_is_at_the_line_that_waits_for_it(t
                       stacks=stacks, cpu_share={"main": 1.0, "backward": 0.05})
     out = report(tmp_path, builder)
     assert [e["source"] for e in out["compile_events"]] == ["/work/train.py:33"]
+
+
+def test_a_thread_waiting_for_a_loader_is_named_by_what_the_loader_did(tmp_path):
+    """The training thread waits in a queue's get (MpDeviceLoader) while the loader thread sleeps in a
+    slow collate: the blocked time is the main thread's, named at the collate's line."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event("SyncTensorsGraphInternal", 850, 30)
+    host.line("loader", line_id=3).event("TensorCollectionBarrier", 10, 5)  # the loader thread's own line
+    wait = f"{MAIN}\n/work/train.py:50 step\n/v/lib/python3.11/site-packages/torch_xla/distributed/parallel_loader.py:" \
+           "40 next\n/usr/lib/python3.11/queue.py:171 get\n/usr/lib/python3.11/threading.py:327 wait"
+    collate = "/usr/lib/python3.11/threading.py:1002 _bootstrap\n/work/data.py:12 collate\n" \
+              "/work/data.py:13 collate"
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 120, "main"), (120, 840, "wait"), (840, 1000, "main")],
+                      stacks={"main": MAIN, "wait": wait}, cpu_share={"main": 1.0, "wait": 0.01})
+    loader = host.line(f"{vocabulary.STACK_LINE_PREFIX}loader")
+    loader.event("data.py:13 collate", 0, 1000, **{vocabulary.PY_STACK_STAT: collate, vocabulary.PY_THREAD_STAT: 3,
+                                                    vocabulary.PY_THREAD_NAME_STAT: "loader",
+                                                    vocabulary.PY_CPU_STAT: 5})
+    out = report(tmp_path, builder)
+    assert out["idle_by_cause_us"]["host_blocked"] == pytest.approx(720.0)
+    blocked = next(f for f in out["findings"] if f["kind"] == "host_blocked")
+    assert blocked["source"] == "/work/data.py:13"

@@ -27,7 +27,9 @@ add up to its idle time. The rules:
    sampler recorded stacks; a piece of tracing, blocked or unattributed time, named by a moment,
    never spans two of the training thread's sampled runs): for a compile or transfer, what the sampler first saw during that
    event (for a read, the whole reading call); for tracing, at the piece's middle on the tracing
-   thread; for blocked and unattributed time, on the training loop's thread.
+   thread; for blocked and unattributed time, on the training loop's thread, except that a training
+   thread waiting for another thread (a queue's get: ``MpDeviceLoader`` waiting for its loader) is
+   named by a sampled thread working then (the loader's slow collate): the root of the wait.
 A blocking read here is the whole Python call that reads (``HostActivity.transfers_from_device``):
 the forced early run of a partial graph, its tracing, sync and barrier wait belong to the read,
 since without the read that partial graph would not run apart.
@@ -163,6 +165,9 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
 
     span, line, when, until, read, compiled = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
     stack = host.stacks.at(line, when, until) if len(host.stacks) else np.full(start.size, -1, np.int64)
+    blocked = np.flatnonzero((piece_cause == CODE[Cause.HOST_BLOCKED]) & (stack >= 0))
+    if blocked.size:  # waiting for another thread: the root is what that thread was doing (rule 4)
+        stack[blocked] = host.stacks.working_threads(stack[blocked], when[blocked], host.main_line)
     stack[read >= 0] = host.read_stack[read[read >= 0]]  # a read's: its call's, as the reads have it
     stack[compiled >= 0] = host.compile_stack[compiled[compiled >= 0]]  # a compile's: as its record has it
     return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span, stack)

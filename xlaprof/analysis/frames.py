@@ -9,6 +9,9 @@ Contract:
   standing at its function's ``def`` (or a class's ``class``) line has not begun its body (the
   sampler caught the call being made): the line it stands for is its caller's, so it is passed
   over where the file is readable here.
+  ``PyStack.waits_for_a_thread``: its innermost frame is the standard library's wait for another
+  thread (``threading``'s locks, conditions, events and joins, ``queue``'s get and put, a future's
+  result): the thread is blocked on what another thread does, not on its own line.
   ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
@@ -29,6 +32,8 @@ from functools import cached_property
 from xlaprof.framework_files import is_framework_file
 
 MAX_SOURCE_BYTES = 16 * 2**20  # a source file larger than this is not shown, only named
+# The standard library's modules whose waits are for another thread (see PyStack.waits_for_a_thread).
+_THREAD_WAIT_FILES = ("/threading.py", "/queue.py", "/concurrent/futures/_base.py")
 _FRAME = re.compile(r"^(.+):(\d+)(?: (.*))?$")  # "path:line function"; a path may hold spaces
 
 
@@ -58,6 +63,13 @@ class PyStack:
             if not is_framework_file(frame.file) and not _is_header(frame.location):
                 return i
         return -1
+
+    @property
+    def waits_for_a_thread(self) -> bool:
+        if not self.frames:
+            return False
+        path = self.frames[-1].file.replace("\\", "/")
+        return is_framework_file(path) and path.endswith(_THREAD_WAIT_FILES)
 
     @property
     def source(self) -> str | None:

@@ -17,6 +17,8 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   reads on ``line``, the stack of each read's call and when the call began and ended: the call's own mark
   where the reading op marked it (``read_calls``, ``collectors/read_calls.py``), else taken from inside
   the read where the sampler saw it, else never from a line that does not read (see the method).
+- ``working_threads(stack_ids, times, own_line)``: for a thread waiting for another one (a queue's
+  get), the stack of a sampled thread that was working then (the loader's slow collate).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
 - ``running``: per run, whether its thread was running Python (it was on a CPU, or runnable and
   waiting for one on a loaded host, for at least ``RUNNING_SHARE`` of the run's time: the sampler's
@@ -202,6 +204,23 @@ class StackSamples:
                 result[mine] = self._stack_of(self._covering(line, times[mine]))
             else:
                 result[mine] = self._seen_after_same_stack(line, *self._first_seen(line, times[mine], ends[mine]))
+        return result
+
+    def working_threads(self, stack_ids: np.ndarray, times: np.ndarray, own_line: int) -> np.ndarray:
+        """Per (stack id, time) of a thread on ``own_line``: where that stack waits for another thread
+        (``PyStack.waits_for_a_thread``: a queue's get, a join), the stack of another sampled thread at
+        that time that waits for none (the loader thread in its slow collate, sleeping or running),
+        the first such in line order; else the given stack id."""
+        result = stack_ids.copy()
+        waiting = np.array([s.waits_for_a_thread for s in self.stacks] + [False], bool)
+        pick = np.flatnonzero(waiting[stack_ids])
+        for line in self.sampled_lines:
+            if line == own_line or not pick.size:
+                continue
+            found = self._stack_of(self._covering(line, times[pick]))
+            working = (found >= 0) & ~waiting[found]
+            result[pick[working]] = found[working]
+            pick = pick[~working]
         return result
 
     def reads_on(self, line: int, starts: np.ndarray, ends: np.ndarray,
