@@ -3,7 +3,8 @@
 Contract: pure functions from xlaprof results to Dash components; no callbacks, no analysis.
 Element ids and class names used here are what the browser tests look for: ``answer`` (the top of
 the session page: ``verdict``, ``idle-summary`` with its ``idle-segment``s, ``top-findings`` of
-``compact-finding`` rows), ``findings``
+``compact-finding`` rows), ``findings`` (each finding of a line in several spans with its
+``finding-spans`` breakdown)
 (``finding``, ``finding-span``, ``finding-source``, ``finding-code``, ``finding-stack``, ``finding-inside``:
 the library lines of a finding at a call into a library, ``inside-source``/``-code``/``-count``/``-lost``), the stack
 panel's body (``stack-title``, ``stack-code``, ``stack-frames`` of ``frame`` items, marked
@@ -77,6 +78,8 @@ def answer(verdict: str, ov: Overview, findings: list[Finding]) -> html.Div:
         html.Span(f"#{rank}", className="finding-rank"), _kind_badge(f),
         html.Span(finding_cost(f.lost_us, f.busy_added_us) if f.cost_us > 0 else "", className="finding-lost"),
         html.Code(f.span or "(outside any span)", className="finding-span"),
+        html.Span(f"+{len(f.spans) - 1} span{'s' if len(f.spans) > 2 else ''}", className="muted",
+                  title=spans_text(f.spans)) if len(f.spans) > 1 else None,
         html.Span(short_location(f.source) or "source unknown", title=f.source or "", className="finding-source"),
         html.Code(" ".join(f.code.split()), className="compact-code", title=f.code) if f.code else None,
     ], className="compact-finding") for rank, f in enumerate(top, start=1)]
@@ -125,6 +128,7 @@ def findings_list(findings: list[Finding]) -> html.Div:
                 html.Span(f.source or "source unknown", className="finding-source"),
             ], className="finding-head"),
             html.P(f.detail, className="finding-detail"),
+            html.P(["In spans: ", spans_text(f.spans)], className="finding-spans muted") if len(f.spans) > 1 else None,
             html.Pre(f.code, className="finding-code") if f.code else None,
             html.Details([html.Summary(f"Python stack ({_frames(len(f.stack))}, outermost first)"),
                           stack_frames(finding_stack(f))], className="finding-stack") if f.stack else None,
@@ -135,6 +139,11 @@ def findings_list(findings: list[Finding]) -> html.Div:
     return html.Div([html.H2("Findings, most costly first"), html.Ol(items, className="findings-list"),
                      html.P(f"and {more} smaller ones", className="muted") if more > 0 else None],
                     id="findings", className="section")
+
+
+def spans_text(spans) -> str:
+    """A line's idle time per span it fell in, costliest first: "train_step 5.1 ms · forward 0.2 ms"."""
+    return " · ".join(f"{span or '(outside any span)'} {format_duration(us)}" for span, us in spans)
 
 
 def _frames(n: int) -> str:

@@ -53,7 +53,8 @@ def summary(value) -> str:
     for attribute in ("label", "path", "name"):
         named = getattr(value, attribute, None)
         if isinstance(named, str):
-            return f"<{type(value).__name__} {named[-MAX_TEXT:]!r}>"
+            shown = named if len(named) <= MAX_TEXT else "…" + named[1 - MAX_TEXT:]  # a path's end says most
+            return f"<{type(value).__name__} {shown!r}>"
     return f"<{type(value).__name__}>"
 
 

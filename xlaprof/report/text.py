@@ -76,6 +76,10 @@ def render_text(analysis: SessionAnalysis, top: int = 10, source_root: str | Non
         where = f"{f['span'] or NO_SPAN}" + (f" at {f['source']}" if f["source"] else "")
         out.append(f"{rank:>2}. [{f['kind']}] {_cost(f)}: {where}\n")
         out.append(textwrap.fill(f["detail"], WIDTH, initial_indent="     ", subsequent_indent="     ") + "\n")
+        if len(f.get("spans") or ()) > 1:  # one line in several spans: its time in each
+            out.append(textwrap.fill("in spans: " + ", ".join(f"{s['span'] or NO_SPAN} {_t(s['lost_us'])}"
+                                                           for s in f["spans"]),
+                                     WIDTH, initial_indent="     ", subsequent_indent="               ") + "\n")
         if f["stack"]:
             out.append(textwrap.fill("stack: " + _path(f["stack"]), WIDTH, initial_indent="     ",
                                      subsequent_indent="            ") + "\n")
