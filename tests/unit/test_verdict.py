@@ -70,3 +70,12 @@ def test_the_fix_is_the_advice_s_first_imperative_sentence_or_clause():
               "with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates each input.")
     assert fix_of(fitted).startswith("pad B to a fixed size")
     assert fix_of("Nothing to do here. It is fine.") == "It is fine."  # no imperative: the last sentence
+
+
+def test_an_advice_without_a_fix_is_a_note():
+    compile_advice = ("A graph was compiled here. One compile per distinct graph is expected while warming up; if it "
+                      "recurs in steady state the graph is changing between steps.")
+    data = {"device_busy_us": 900.0, "device_idle_us": 100.0, "idle_by_cause_us": {"compile": 100.0},
+            "findings": [finding("compile", 100.0, "train_step", "/w/train.py:30", compile_advice)]}
+    assert session_verdict(data).endswith(". Note: one compile per distinct graph is expected while warming up; if it "
+                                          "recurs in steady state the graph is changing between steps.")

@@ -17,8 +17,8 @@ dashboard's session page both open with. It reads the keys ``device_busy_us``, `
 ``idle_by_cause_us`` and ``findings`` (ranked, as ``json_report.finding_json`` makes them; only the
 first finding of the biggest cause is read) and says the idle share, the biggest cause with its
 share of the idle time, the line most of it is at (its span and ``file:line``) and the fix
-(``fix_of``: the advice's first sentence, or part of one after a colon, that starts with an
-imperative, else its last), e.g. ``The devices were idle 98.0%
+(``fix_of``: the advice's first sentence, or part of one after a colon or semicolon, that starts
+with an imperative; else its last sentence, as a ``Note``), e.g. ``The devices were idle 98.0%
 of the time (11.45 s of 11.68 s of device time). The biggest cause is host_tracing: 9.10 s, 80% of the idle time,
 most of it at train_step (train_mlp.py:42). Fix: move work that ... with torch_xla.compile.``
 """
@@ -137,19 +137,24 @@ def session_verdict(data: dict) -> str:
                f"{100 * by_cause[cause] / idle:.0f}% of the idle time{where}.")
     if lead and lead["advice"]:
         fix = fix_of(lead["advice"])
-        out.append(f"Fix: {fix[0].lower()}{fix[1:]}")
+        label = "Fix" if _imperative(fix) else "Note"  # an advice without a fix says what is expected
+        out.append(f"{label}: {fix[0].lower()}{fix[1:]}")
     return " ".join(out)
 
 
 def fix_of(advice: str) -> str:
-    """What to do, from an advice: its first sentence, or part of one after a colon, that starts
-    with an imperative (``IMPERATIVES``), else its last sentence."""
+    """What to do, from an advice: its first sentence, or part of one after a colon or semicolon,
+    that starts with an imperative (``IMPERATIVES``), else its last sentence."""
     sentences = _SENTENCE_END.split(advice.strip())
     for sentence in sentences:
-        for part in (sentence, sentence.partition(": ")[2]):
-            if part.split(" ", 1)[0].lower() in IMPERATIVES:
+        for part in (sentence, *(sentence.partition(mark)[2] for mark in (": ", "; "))):
+            if _imperative(part):
                 return part
     return sentences[-1]
+
+
+def _imperative(text: str) -> bool:
+    return text.split(" ", 1)[0].lower() in IMPERATIVES
 
 
 def _cause_of(kind: str) -> str:
