@@ -14,7 +14,7 @@ Contract (times in microseconds of device time summed over devices, like the JSO
   at the capture's edge) or ``NO_CAUSE``, the trigger is empty, and ``cause_tip`` (the cause
   column's tooltip) says where the text comes from.
 - ``verdict(analysis)``: the session's one-sentence answer, the same as the text report's first
-  line (``report.verdict.session_verdict``).
+  line (``report.verdict.session_verdict``), its times in the cards' format (``format_ms``).
 - ``step_series(analysis)``: per step number, busy and idle-by-cause time summed over workers;
   beyond ``max_bars`` steps, the mean step of each run of ``group`` consecutive steps.
 - ``worker_rows(analysis)``: one row per worker, to compare workers of one session.
@@ -35,6 +35,7 @@ from xlaprof.analysis.attribution import CAUSES
 from xlaprof.analysis.summary import ListedSession, idle_share
 from xlaprof.report.json_report import finding_json
 from xlaprof.report.verdict import session_verdict
+from xlaprof.units import format_ms
 from xlaprof.session import SessionSummary
 
 TOP_SPANS = 5
@@ -90,7 +91,7 @@ def overview(analysis: SessionAnalysis) -> Overview:
 def verdict(analysis: SessionAnalysis) -> str:
     return session_verdict({"device_busy_us": analysis.busy_us, "device_idle_us": analysis.idle_us,
                             "idle_by_cause_us": analysis.idle_by_cause,
-                            "findings": [finding_json(f) for f in analysis.findings]})
+                            "findings": [finding_json(f) for f in analysis.findings]}, format_ms)
 
 
 NO_CAUSE = "—"

@@ -3,6 +3,7 @@ most after its own cause."""
 from __future__ import annotations
 
 from xlaprof.report.verdict import fix_of, session_verdict, verdict
+from xlaprof.units import format_ms
 
 STEP = {"median_us": {"before": 50_000.0, "after": 55_000.0, "delta": 5_000.0, "relative": 0.1},
         "median_ci": [0.05, 0.15], "level": 0.95, "significant": True}
@@ -79,3 +80,12 @@ def test_an_advice_without_a_fix_is_a_note():
             "findings": [finding("compile", 100.0, "train_step", "/w/train.py:30", compile_advice)]}
     assert session_verdict(data).endswith(". Note: one compile per distinct graph is expected while warming up; if it "
                                           "recurs in steady state the graph is changing between steps.")
+
+
+def test_the_session_page_tells_times_in_its_cards_format():
+    data = {"device_busy_us": 200_000.0, "device_idle_us": 11_454_400.0, "idle_by_cause_us": {"host_tracing": 11_454_400.0},
+            "findings": []}
+    assert session_verdict(data).startswith("The devices were idle 98.3% of the time (11.45 s of 11.65 s")
+    assert session_verdict(data, format_ms).startswith(
+        "The devices were idle 98.3% of the time (11,454.4 ms of 11,654.4 ms of device time). "
+        "The biggest cause is host_tracing: 11,454.4 ms")

@@ -12,8 +12,9 @@ per step``; a change is named from ``MIN_STEP_CHANGE_US``), and windows whose st
 by more than ``STEPS_MISMATCH`` are said to (``the windows hold 39 and 2,836 steps, so idle time
 is compared per step``): window totals of such windows do not compare.
 
-``session_verdict(data)`` is the one-sentence answer of one session that the text report and the
-dashboard's session page both open with. It reads the keys ``device_busy_us``, ``device_idle_us``,
+``session_verdict(data, duration=format_duration)`` is the one-sentence answer of one session that
+the text report and the dashboard's session page both open with (the page passes ``format_ms``, the
+format of its cards, so one screen never shows a time two ways). It reads the keys ``device_busy_us``, ``device_idle_us``,
 ``idle_by_cause_us`` and ``findings`` (ranked, as ``json_report.finding_json`` makes them; only the
 first finding of the biggest cause is read) and says the idle share, the biggest cause with its
 share of the idle time, the line most of it is at (its span and ``file:line``) and the fix
@@ -25,6 +26,7 @@ most of it at train_step (train_mlp.py:42). Fix: move work that ... with torch_x
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from xlaprof.analysis.advice import FindingKind
 from xlaprof.analysis.frames import short_location
@@ -118,13 +120,13 @@ IMPERATIVES = frozenset({"keep", "pad", "bucket", "move", "wrap", "prepare", "re
                          "create", "compute", "use", "pass", "hand", "avoid", "trace", "read", "start", "install"})
 
 
-def session_verdict(data: dict) -> str:
+def session_verdict(data: dict, duration: Callable[[float], str] = format_duration) -> str:
     busy, idle = data["device_busy_us"], data["device_idle_us"]
     if idle <= 0:
         return "The devices were never idle in the analysed window."
     share = idle / (busy + idle)
-    out = [f"The devices were idle {100 * share:.1f}% of the time ({format_duration(idle)} of "
-           f"{format_duration(busy + idle)} of device time)."]
+    out = [f"The devices were idle {100 * share:.1f}% of the time ({duration(idle)} of "
+           f"{duration(busy + idle)} of device time)."]
     by_cause = {c: us for c, us in data["idle_by_cause_us"].items() if us > 0}
     if not by_cause:
         return out[0]
@@ -133,7 +135,7 @@ def session_verdict(data: dict) -> str:
     where = ""
     if lead and (lead["span"] or lead["source"]):
         where = f", most of it {_where(lead, short_location(lead['source']))}"
-    out.append(f"The biggest cause is {cause}: {format_duration(by_cause[cause])}, "
+    out.append(f"The biggest cause is {cause}: {duration(by_cause[cause])}, "
                f"{100 * by_cause[cause] / idle:.0f}% of the idle time{where}.")
     if lead and lead["advice"]:
         fix = fix_of(lead["advice"])
