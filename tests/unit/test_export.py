@@ -108,3 +108,9 @@ def test_column_wise_packets_are_what_protobuf_writes():
             p.track_event.name_iid = int(iid[i])
         p.track_event.track_uuid = 123456789
     assert proto_wire.message_field(1, packet).tobytes() == expected.SerializeToString()
+
+
+def test_one_finding_per_cause_and_line_across_sampled_and_unsampled_workers(pod):
+    """A line named by one worker's stacks and by the other's span (no stacks there) is one finding."""
+    keyed = [(f.kind, f.source) for f in pod.findings if f.source and f.kind.cause is not None]
+    assert len(keyed) == len(set(keyed)), keyed

@@ -11,7 +11,8 @@ the window's edges that no stack explains form their own groups (``at_capture_ed
 workers (``labels``, in worker order) whose pieces it holds.
 ``idle_by_line(costs)`` sums the groups that name a line over their spans: Python lines ranked by
 the idle time they caused, per cause, largest first. ``one_per_line(costs)`` merges the groups of
-one (cause, line) across spans into one ``CauseCost`` (what a finding is: a line is fixed once,
+one (cause, line) across spans into one ``CauseCost`` (the line a finding shows: the stacks', else
+the span's own) (what a finding is: a line is fixed once,
 whichever spans it ran in), named by its costliest span and stack, with ``spans``, the idle time
 per span, as its breakdown, and the library lines ``inside`` merged; groups without a line stay
 one per span (the span is all that names them).
@@ -146,7 +147,8 @@ def one_per_line(costs: list[CauseCost]) -> list[CauseCost]:
     """See the contract: one cost per (cause, line, at edge), spans as its breakdown."""
     groups: dict[tuple, list[CauseCost]] = defaultdict(list)
     for cost in costs:
-        groups[(cost.cause, cost.source or ("span", cost.span), cost.at_capture_edge)].append(cost)
+        # The line a finding shows: the stacks', else the span's own (a worker without stacks).
+        groups[(cost.cause, cost.source or cost.span_source or ("span", cost.span), cost.at_capture_edge)].append(cost)
     merged = []
     for members in groups.values():
         members.sort(key=lambda c: -c.lost_us)

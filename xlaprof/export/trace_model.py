@@ -166,8 +166,10 @@ def _piece_places(w: WorkerAnalysis) -> tuple[list[tuple], list[dict]]:
 def _finding_of_groups(findings: list[Finding], workers: list[WorkerAnalysis],
                        places: list[tuple[list, list]]) -> dict[tuple, int]:
     """Each idle-cost group -> the rank (1 = first) of the finding made of it: the finding of its
-    cause, span and line (the stack's, else the span's) whose lost time is the group's, summed
-    over workers as ``idle_costs.cause_costs`` sums it."""
+    cause and line (the stack's, else the span's), whichever span it fell in (a finding is one cause
+    at one line, its spans a breakdown); among findings alike (a cause with no line, one per span),
+    the one of the group's span whose lost time is nearest the group's, summed over workers as
+    ``idle_costs.cause_costs`` sums it."""
     lost: dict[tuple, float] = defaultdict(float)
     for w, (keys, _) in zip(workers, places):
         for key, us in zip(keys, w.pieces.dur_us.tolist()):
@@ -175,15 +177,14 @@ def _finding_of_groups(findings: list[Finding], workers: list[WorkerAnalysis],
     ranks: dict[tuple, list[int]] = defaultdict(list)
     for rank, f in enumerate(findings, 1):
         if f.kind.cause is not None and f.lost_us > 0:
-            ranks[(f.kind.cause, f.span, f.source, f.kind is FindingKind.CAPTURE_EDGE)].append(rank)
+            ranks[(f.kind.cause, f.source, f.kind is FindingKind.CAPTURE_EDGE)].append(rank)
     found = {}
     for key, us in sorted(lost.items(), key=lambda kv: -kv[1]):
         cause, span, span_source, line, edge = key
-        candidates = ranks.get((cause, span, line or span_source, edge))
-        if candidates:  # groups alike but for the line's origin (stack or span) are findings alike: one each
-            rank = min(candidates, key=lambda r: abs(findings[r - 1].lost_us - us))
-            candidates.remove(rank)
-            found[key] = rank
+        candidates = ranks.get((cause, line or span_source, edge))
+        if candidates:
+            same_span = [r for r in candidates if findings[r - 1].span == span] or candidates
+            found[key] = min(same_span, key=lambda r: abs(findings[r - 1].lost_us - us))
     return found
 
 
