@@ -196,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--scheduler", default=None, metavar="ADDRESS",
                       help="analyse on this Dask cluster, e.g. tcp://HOST:8786 (default: $XLAPROF_DASK_SCHEDULER, "
                            "else in this process)")
+    dash.add_argument("--allow-remote-capture", action="store_true",
+                      help="let the dashboard's capture form capture workers on other hosts (default: only "
+                           "this machine's, localhost: anyone who can open the dashboard could make it connect "
+                           "to any address)")
     _scheduler_timeout(dash)
     _add_read_limits(dash)
 
@@ -389,7 +393,8 @@ def _capture(args) -> int:
 def _dashboard(args) -> int:
     from dashboard.server import serve
 
-    serve(args.logdir, host=args.bind, port=args.port, scheduler=args.scheduler)
+    serve(args.logdir, host=args.bind, port=args.port, scheduler=args.scheduler,
+          allow_remote_capture=args.allow_remote_capture)
     return EXIT_OK
 
 
