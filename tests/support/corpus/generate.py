@@ -1,0 +1,30 @@
+"""transformers' ``generate()`` on GPT-2 (tiny config, random weights), a prompt one token longer each
+call, as a chat loop's history grows. ``--static``: the fixed arm, prompts padded to one length and a
+static KV cache (the accepted fix), so every call has the same shapes.
+"""
+from __future__ import annotations
+
+VOCAB, FIRST_PROMPT, NEW_TOKENS, PAD_TO = 256, 6, 2, 16
+
+
+def build(torch, device, args: list[str]):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    static = "--static" in args
+    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=64,
+                                       bos_token_id=0, eos_token_id=1, pad_token_id=0)).to(device).eval()
+    history = torch.randint(2, VOCAB, (1, 64))
+
+    def step(i: int) -> None:
+        length = FIRST_PROMPT + i
+        prompt = history[:, :length]
+        mask = torch.ones_like(prompt)
+        if static:  # left-padded to one length: the same shapes every call
+            prompt = torch.nn.functional.pad(prompt, (PAD_TO - length, 0), value=0)
+            mask = torch.nn.functional.pad(mask, (PAD_TO - length, 0), value=0)
+        with torch.no_grad():
+            out = model.generate(prompt.to(device), attention_mask=mask.to(device), max_new_tokens=NEW_TOKENS,
+                                 do_sample=False, pad_token_id=0,
+                                 cache_implementation="static" if static else None)
+        return out
+    return step

@@ -1,0 +1,28 @@
+"""A step closure: the loss is logged through ``xm.add_step_closure`` (torch_xla's own advice for
+logging), which reads it after the step's sync: a read the user did not write as a read.
+"""
+from __future__ import annotations
+
+LOSSES: list[float] = []
+
+
+def log(loss) -> None:
+    LOSSES.append(loss.item())
+
+
+def build(torch, device, args: list[str]):
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    net = torch.nn.Sequential(torch.nn.Linear(32, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8)).to(device)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+    x, y = torch.randn(32, 32).to(device), torch.randint(0, 8, (32,)).to(device)
+
+    def step(i: int) -> None:
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        xm.add_step_closure(log, args=(loss,))
+        torch_xla.sync()
+    return step
