@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from tests.support.synthetic import add_stack_samples, training_capture, write_session
+from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
 from xlaprof.analysis.attribution import CAUSES
 from xlaprof.report import analysis_json
@@ -58,16 +58,9 @@ def test_the_report_opens_with_the_session_verdict_and_gives_each_advice_once(tm
 def test_a_line_in_several_spans_is_one_finding_with_its_time_per_span(tmp_path):
     """The text report and the session page's findings show a line's time in each span it fell in."""
     from dashboard import components as ui
-    from tests.unit.test_thread_causes import MAIN, frame
+    from tests.unit.test_thread_causes import line_in_two_spans
 
-    builder, host = frame()
-    python = host.line("python", line_id=1)
-    python.event("make_batch", 100, 300)
-    python.event("forward", 400, 400)
-    python.event("SyncTensorsGraphInternal", 850, 30)
-    stacks = {"main": MAIN, "work": f"{MAIN}\n/work/train.py:40 helper"}
-    runs = [(0, 100, "main"), (100, 398, "work"), (398, 402, "main"), (402, 800, "work"), (800, 1000, "main")]
-    add_stack_samples(host, thread_line_id=1, runs=runs, stacks=stacks, cpu_share={"main": 1.0, "work": 1.0})
+    builder = line_in_two_spans()
     analysis = analyze(Session.load(write_session(str(tmp_path), "run", {"w_9012": builder.to_bytes()})))
     assert "     in spans: forward 402 us, make_batch 298 us\n" in render_text(analysis)
     page = str(ui.findings_list(analysis.findings).to_plotly_json())

@@ -72,40 +72,46 @@ def test_a_span_open_around_a_blocked_thread_does_not_make_it_tracing(tmp_path):
     assert blocked["source"] == "/work/train.py:25" and blocked["span"] == "train_step"
 
 
-@pytest.mark.parametrize("name", ["cpu_loader.next", "sharding-removal", "LowerAffinePass"])
-def test_library_and_compiler_events_are_never_the_users_spans(tmp_path, name):
-    """torch_xla's own xp.Trace spans and the XLA compiler's passes name no finding's span."""
+def one_traceme_report(tmp_path, name: str) -> dict:
+    """The frame with one TraceMe ``name`` on the Python thread over [100, 800] and a sync at 850."""
     builder, host = frame()
     python = host.line("python", line_id=1)
     python.event(name, 100, 700)
     python.event("SyncTensorsGraphInternal", 850, 30)
-    out = report(tmp_path, builder)
+    return report(tmp_path, builder)
+
+
+@pytest.mark.parametrize("name", ["cpu_loader.next", "sharding-removal", "LowerAffinePass"])
+def test_library_and_compiler_events_are_never_the_users_spans(tmp_path, name):
+    """torch_xla's own xp.Trace spans and the XLA compiler's passes name no finding's span."""
+    out = one_traceme_report(tmp_path, name)
     assert not any(f["span"] == name for f in out["findings"]), out["findings"]
     assert not any(g["span"] == name for g in out["gaps"])
 
 
 @pytest.mark.parametrize("name", ["train_step", "data_load", "forward"])
 def test_a_users_xp_trace_is_a_span(tmp_path, name):
-    builder, host = frame()
-    python = host.line("python", line_id=1)
-    python.event(name, 100, 700)
-    python.event("SyncTensorsGraphInternal", 850, 30)
-    out = report(tmp_path, builder)
+    out = one_traceme_report(tmp_path, name)
     assert any(f["span"] == name for f in out["findings"]), out["findings"]
 
 
-def test_one_finding_per_cause_and_line_with_its_spans_inside(tmp_path):
-    """A line whose time fell in two spans is one finding: the spans are its breakdown."""
+def line_in_two_spans():
+    """The frame where the training thread runs /work/train.py:40 in span make_batch [100, 400] and
+    in span forward [400, 800], the loop's line between them (where the next span opens)."""
     builder, host = frame()
     python = host.line("python", line_id=1)
     python.event("make_batch", 100, 300)
     python.event("forward", 400, 400)
     python.event("SyncTensorsGraphInternal", 850, 30)
     stacks = {"main": MAIN, "work": f"{MAIN}\n/work/train.py:40 helper"}
-    # The thread runs line 40 in each span, the loop's line between them (where the next span opens).
     runs = [(0, 100, "main"), (100, 398, "work"), (398, 402, "main"), (402, 800, "work"), (800, 1000, "main")]
     add_stack_samples(host, thread_line_id=1, runs=runs, stacks=stacks, cpu_share={"main": 1.0, "work": 1.0})
-    out = report(tmp_path, builder)
+    return builder
+
+
+def test_one_finding_per_cause_and_line_with_its_spans_inside(tmp_path):
+    """A line whose time fell in two spans is one finding: the spans are its breakdown."""
+    out = report(tmp_path, line_in_two_spans())
     at_line = [f for f in out["findings"] if f["source"] == "/work/train.py:40"]
     assert len(at_line) == 1, at_line
     (finding,) = at_line
