@@ -68,6 +68,13 @@ def analysed(*args: str, env: dict | None = None) -> dict:
     return json.loads(result.stdout)
 
 
+def _clear_slowest(walls: dict[str, float]) -> bool:
+    from xlaprof.analysis.worker_comparison import TIE_SHARE
+
+    slowest, second = sorted(walls.values())[-1], sorted(walls.values())[-2]
+    return slowest - second > TIE_SHARE * slowest
+
+
 def test_a_real_scheduler_and_worker_analyse_the_pod_as_this_process_does(pod, scheduler):
     address, client = scheduler
     here = analysed(pod, "--jobs", "1")
@@ -76,7 +83,8 @@ def test_a_real_scheduler_and_worker_analyse_the_pod_as_this_process_does(pod, s
     assert next(iter(here["slowest_in_steps"])) == "tpu-vm-2:8466"
     text = run_cli("analyze", pod, "--jobs", "1").stdout
     rows = here["step_alignment"]  # each step's wall time per worker: who was slowest, counted here
-    share = sum(max(r["wall_us"], key=r["wall_us"].get) == "tpu-vm-2:8466" for r in rows) / len(rows)
+    clear = [r for r in rows if _clear_slowest(r["wall_us"])]  # a step whose slowest tie has none
+    share = sum(max(r["wall_us"], key=r["wall_us"].get) == "tpu-vm-2:8466" for r in clear) / len(clear)
     assert f"tpu-vm-2:8466 is the slowest worker in {share:.0%} of steps: compile" in text  # the pod first
     assert text.index("Pod of 3 workers") < text.index("Idle time by cause")
     assert analysed(pod, "--scheduler", address) == here
