@@ -60,7 +60,9 @@ def demo_worker(tmp_path_factory):
 
 
 @pytest.fixture
-def live_worker(demo_worker):
+def live_worker(demo_worker, real_logdir):
+    # real_logdir first: its capture must see the worker's first sequence lengths compile, which a test
+    # running the worker before it (a capture from the dashboard's form) would have used up.
     with demo_worker.resumed():
         yield demo_worker
 
