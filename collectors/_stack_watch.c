@@ -14,7 +14,8 @@
  * Getting the GIL more than late_s after a pause means the GIL or a core was busy: the period then
  * doubles, up to max_backoff_s, until it comes promptly again. `samples` counts the samples,
  * `compared` those that took the GIL. `cpu_ns` is the thread's CPU time (ns, -1 where it cannot be
- * read) as of the last sample. `wanted_ns` is, as of the last return, the time the thread was on a
+ * read) as of the last sample. `wanted_ns` is, as of the last sample that compared the stack (read
+ * without the GIL), the time the thread was on a
  * CPU or waiting for one (runnable: on a loaded host Python that wants to run waits there), from its
  * /proc schedstat (its CPU time where that cannot be read): the caller tells the time the thread ran
  * Python from the time it was blocked (in a sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the stack returned
@@ -246,6 +247,7 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
             woke = now_s();
             w->samples++;
         } while (woke < deadline && !ran(w));
+        read_wanted(w); /* a syscall: before the GIL is taken, never while the sampled thread waits for it */
         Py_END_ALLOW_THREADS
         w->compared++;
         w->sleep_s = now_s() - asleep - pause > w->late_s ? Py_MIN(2 * w->sleep_s, w->max_backoff_s) : w->period_s;
@@ -260,12 +262,10 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
                 Py_DECREF(top);
                 return NULL;
             }
-            read_wanted(w);
             return (PyObject *)top;
         }
         if (woke >= deadline) { /* the same stack: every frame kept, nothing read again */
             w->kept = w->depth;
-            read_wanted(w);
             return (PyObject *)top;
         }
         Py_DECREF(top);
