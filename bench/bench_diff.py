@@ -35,7 +35,7 @@ def _best(work) -> tuple[float, object]:
 
 def _child(before: str, after: str) -> dict:
     from xlaprof.analysis import analyze
-    from xlaprof.analysis.session_diff import diff_sessions
+    from xlaprof.analysis.compare.session_diff import diff_sessions
     from xlaprof.report import diff_json, render_diff_text
     from xlaprof.session import Session
 

@@ -27,7 +27,7 @@ from bench.harness import best_of  # noqa: E402
 from tests.support.hlo_builder import MLP_OPS, mlp_module  # noqa: E402
 from tests.support.synthetic import StepProgram, training_capture, write_session  # noqa: E402
 from xlaprof.analysis import analyze  # noqa: E402
-from xlaprof.analysis.recompiles import explain_recompiles  # noqa: E402
+from xlaprof.analysis.findings.recompiles import explain_recompiles  # noqa: E402
 from xlaprof.hlo import hlo_modules  # noqa: E402
 from xlaprof.session import Session  # noqa: E402
 

@@ -5,7 +5,7 @@ Run on demand (not a test):  .venv/bin/python bench/bench_index.py [--sessions 2
 It writes ``--sessions`` one-worker sessions of about ``--events`` events each (the TPU-shaped
 benchmark captures of ``tests/support/synthetic.py``: 4 chips, a read every step), then times, each in a fresh process (a
 restart: nothing in memory), the listing with every session's figures (date, workers, duration,
-idle share, median step: ``xlaprof.analysis.summary.logdir_figures``, what the dashboard's
+idle share, median step: ``xlaprof.analysis.pipeline.summary.logdir_figures``, what the dashboard's
 sessions page shows):
   cold:     no index yet: every session is read and analysed, and the index is written
   warm:     the index is there: every session's files are checked against it, none is read
@@ -31,7 +31,7 @@ DISTINCT = 8  # distinct captures, written round-robin (each session's files are
 
 
 def _child(logdir: str) -> dict:
-    from xlaprof.analysis.summary import logdir_figures
+    from xlaprof.analysis.pipeline.summary import logdir_figures
     from xlaprof.session import Session
 
     analysed = []

@@ -28,10 +28,10 @@ from dashboard.views.stacks import (
     finding_library_lines,
     finding_stack,
 )
-from xlaprof.analysis.findings import Finding
-from xlaprof.analysis.frames import short_location
-from xlaprof.analysis.recompiles import RecompileExplanation
-from xlaprof.analysis.worker_comparison import Straggler
+from xlaprof.analysis.findings.findings import Finding
+from xlaprof.analysis.findings.recompiles import RecompileExplanation
+from xlaprof.analysis.host.frames import short_location
+from xlaprof.analysis.pipeline.worker_comparison import Straggler
 from xlaprof.report.causes import finding_cost, titled
 from xlaprof.units import format_duration, format_ms
 

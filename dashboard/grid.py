@@ -36,7 +36,7 @@ from enum import Enum
 import dash_ag_grid as dag
 from dash import html
 
-from xlaprof.analysis.frames import short_location
+from xlaprof.analysis.host.frames import short_location
 
 TOOLTIP_DELAY_MS = 300  # hover this long over a source cell to see its full path
 FILTER_DEBOUNCE_MS = 400  # typing pauses this long before a filter is applied

@@ -38,8 +38,8 @@ from dashboard.views.pod import (
     timeline_workers,
 )
 from dashboard.views.timeline import SessionTimeline, only_workers
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.worker_comparison import STRAGGLER_RATIO
+from xlaprof.analysis.idle.attribution import CAUSES
+from xlaprof.analysis.pipeline.worker_comparison import STRAGGLER_RATIO
 from xlaprof.errors import XlaprofError
 from xlaprof.report.causes import idle_causes
 from xlaprof.units import format_duration

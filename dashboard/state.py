@@ -24,8 +24,8 @@ from dashboard.views.gap_table import GapColumns, gap_columns
 from dashboard.views.logdir_guard import listed_sessions, resolve_run
 from dashboard.views.overview import Overview, overview, verdict
 from dashboard.views.timeline import SessionTimeline, ViewConfig, session_timeline
-from xlaprof.analysis.session_diff import diff_sessions
-from xlaprof.analysis.summary import FIGURES_VERSION, ListedSession, logdir_figures
+from xlaprof.analysis.compare.session_diff import diff_sessions
+from xlaprof.analysis.pipeline.summary import FIGURES_VERSION, ListedSession, logdir_figures
 from xlaprof.session.index import SessionIndex
 
 

@@ -347,8 +347,8 @@ def _analyze(args) -> int:
 
 
 def _diff(args) -> int:
-    from xlaprof.analysis.budgets import check_budgets, parse_budget
-    from xlaprof.analysis.session_diff import diff_sessions
+    from xlaprof.analysis.compare.budgets import check_budgets, parse_budget
+    from xlaprof.analysis.compare.session_diff import diff_sessions
     from xlaprof.report import diff_json, render_diff_text
 
     budgets = [parse_budget(text) for text in args.fail_if]  # a malformed budget fails before any reading

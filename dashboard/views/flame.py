@@ -37,7 +37,7 @@ import numpy as np
 from dashboard.views.gap_table import GapColumns, gap_mask
 from dashboard.views.stacks import short_frame
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.units import format_duration
 
 MAX_NODES = 400  # nodes drawn; smaller frames are summed into one node per caller

@@ -32,7 +32,7 @@ import numpy as np
 
 from dashboard.views.axis import AXIS_UNIT_US, first_gap_ids, worker_offsets
 from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
-from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis.idle.attribution import CAUSES
 
 PLACE_COLUMNS = ("worker", "device", "span", "source", "stack")  # interned text columns
 COLUMNS = ("id", "worker", "device", "start_ms", "dur_ms", "cause", "span", "source", "stack")

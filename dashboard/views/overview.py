@@ -31,12 +31,12 @@ import numpy as np
 from dashboard.views.axis import AXIS_UNIT_US, worker_offsets
 from dashboard.views.graphs import graph_names, xla_name
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.summary import ListedSession, idle_share
+from xlaprof.analysis.idle.attribution import CAUSES
+from xlaprof.analysis.pipeline.summary import ListedSession, idle_share
 from xlaprof.report.json_report import finding_json
 from xlaprof.report.verdict import session_verdict
-from xlaprof.units import format_ms
 from xlaprof.session import SessionSummary
+from xlaprof.units import format_ms
 
 TOP_SPANS = 5
 MAX_STEP_BARS = 300  # steps drawn one by one; more are grouped

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.worker_comparison import (
+from xlaprof.analysis.idle.attribution import CAUSES
+from xlaprof.analysis.pipeline.worker_comparison import (
     MAX_ALIGNED_STEPS,
     STRAGGLER_RATIO,
     common_step_rows,

@@ -24,16 +24,16 @@ from dataclasses import dataclass
 from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.gap_table import GapColumns, gap_piece
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.advice import FindingKind
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.findings import Finding
-from xlaprof.analysis.frames import (
+from xlaprof.analysis.findings.advice import FindingKind
+from xlaprof.analysis.findings.findings import Finding
+from xlaprof.analysis.host.frames import (
     Frame,
     PyStack,
     line_text,
     parse_stack,
     short_location,
 )
+from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.framework_files import is_framework_file
 from xlaprof.units import format_duration
 

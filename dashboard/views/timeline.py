@@ -37,9 +37,10 @@ import numpy as np
 
 from dashboard.views.axis import AXIS_UNIT_US, first_gap_ids, worker_offsets
 from dashboard.views.query import query_values
-from xlaprof.analysis import SessionAnalysis, WorkerAnalysis, intervals
-from xlaprof.analysis.attribution import CAUSES, CODE, Cause
-from xlaprof.analysis.host_activity import EventSet
+from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.host.host_activity import EventSet
+from xlaprof.analysis.idle.attribution import CAUSES, CODE, Cause
 from xlaprof.units import format_duration
 
 BUSY = len(CAUSES)

@@ -13,7 +13,7 @@ import numpy as np
 
 from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.overview import session_date
-from xlaprof.analysis.summary import ListedSession
+from xlaprof.analysis.pipeline.summary import ListedSession
 
 MIN_SESSIONS = 2
 

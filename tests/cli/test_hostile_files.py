@@ -18,7 +18,7 @@ from dashboard.app import create_app
 from tests.support.synthetic import training_capture, write_session
 from tests.support.workers import run_cli
 from tests.unit.test_dashboard_app import route
-from xlaprof.analysis.summary import logdir_figures
+from xlaprof.analysis.pipeline.summary import logdir_figures
 from xlaprof.session import list_sessions, profile_root
 
 PROMPT_S = 15  # a hostile file is answered within this, on a loaded machine (a FIFO read would hang)

@@ -69,7 +69,7 @@ def analysed(*args: str, env: dict | None = None) -> dict:
 
 
 def _clear_slowest(walls: dict[str, float]) -> bool:
-    from xlaprof.analysis.worker_comparison import TIE_SHARE
+    from xlaprof.analysis.pipeline.worker_comparison import TIE_SHARE
 
     slowest, second = sorted(walls.values())[-1], sorted(walls.values())[-2]
     return slowest - second > TIE_SHARE * slowest

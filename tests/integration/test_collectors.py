@@ -59,7 +59,7 @@ def test_spans_steps_and_profile_record_names_sources_and_nesting(tmp_path):
     session = Session.load(_run_script(tmp_path, "train.py", SPAN_SCRIPT)["path"])
     script = tmp_path / "train.py"
     assert session.manifest["status"] == "complete" and session.manifest["kind"] == "in-process"
-    from xlaprof.analysis.span_index import SpanIndex
+    from xlaprof.analysis.host.span_index import SpanIndex
 
     spans = SpanIndex.from_plane(session.workers[0].space.plane("/host:CPU"))
     by_name = {}

@@ -19,8 +19,8 @@ import pytest
 import tests.support.read_workload as read_workload
 from tests.support.workers import REPO, run_cli, source_line
 from xlaprof.analysis import analyze
-from xlaprof.analysis.finding_match import FindingStatus
-from xlaprof.analysis.session_diff import diff_sessions
+from xlaprof.analysis.compare.finding_match import FindingStatus
+from xlaprof.analysis.compare.session_diff import diff_sessions
 from xlaprof.session import Session
 
 pytestmark = pytest.mark.torch_xla

@@ -17,7 +17,7 @@ from tests.conftest import capture_arms
 from tests.support.oracle import transfers_in_capture
 from tests.support.workers import REPO, run_python, source_line
 from tests.support.workloads import diffusers_worker, tiny_scheduler
-from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
+from xlaprof.analysis.findings.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
 from xlaprof.report import analysis_json
 
 pytestmark = pytest.mark.torch_xla

@@ -15,7 +15,7 @@ import pytest
 from tests.support.workers import run_python, source_line
 from tests.support.workloads import recompile_worker
 from xlaprof.analysis import analyze
-from xlaprof.analysis.signature_diff import buckets_text
+from xlaprof.analysis.compiles.signature_diff import buckets_text
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
 

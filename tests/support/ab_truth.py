@@ -23,9 +23,9 @@ import numpy as np
 
 from tests.support.workloads import denoise_worker
 from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
-from xlaprof.analysis import intervals
-from xlaprof.analysis.attribution import CODE, Cause
-from xlaprof.analysis.read_slowdown import busy_added
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.idle.attribution import CODE, Cause
+from xlaprof.analysis.idle.read_slowdown import busy_added
 
 AB_OPTIONS = ["--pin-cores", "--alternate-reads"]
 DIFFUSERS_STEPS_PER_RUN = 2  # a lookup (its two reads) every 2 steps: twice the share of a 4-step run's

@@ -12,7 +12,7 @@ from collections import defaultdict
 import numpy as np
 
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis.idle.attribution import CAUSES
 
 
 def _ns(us) -> np.ndarray:

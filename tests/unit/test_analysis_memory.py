@@ -10,7 +10,8 @@ import tracemalloc
 import pytest
 
 from tests.support.synthetic import StepProgram, training_capture, write_session, write_wide_capture
-from xlaprof.analysis import analyze, device_profile, device_timeline
+from xlaprof.analysis import analyze
+from xlaprof.analysis.device import device_profile, device_timeline
 from xlaprof.session import Session
 from xlaprof.xspace import events
 

@@ -5,7 +5,9 @@ three packages (lazy ones inside functions included) is checked against an allow
     xlaprof.xspace                      -> errors
     xlaprof.session                     -> errors, progress, xspace
     xlaprof.hlo                         -> errors, xspace
-    xlaprof.analysis                    -> errors, units, xspace, hlo, session
+    xlaprof.analysis                    -> errors, units, xspace, hlo, session; inside it, its stages
+                                           in pipeline order (ANALYSIS_STAGES), each importing only
+                                           the stages before it, and no module outside a stage
     xlaprof.report                      -> errors, units, xspace, hlo, session, analysis
     xlaprof.export                      -> errors, units, xspace, hlo, session, analysis (beside report)
     xlaprof.pods                        -> progress (runs tasks on Dask; knows no analysis)
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "xlaprof.session": ("xlaprof.errors", "xlaprof.progress", "xlaprof.xspace"),
     "xlaprof.hlo": ("xlaprof.errors", "xlaprof.xspace", "xlaprof.framework_files"),
     "xlaprof.analysis": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session"),
+    # Its stages, added below from ANALYSIS_STAGES: each may import the stages before it only.
     "xlaprof.report": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
     "collectors": CORE + ("xlaprof.xspace", "xlaprof.session", "=xlaprof._version"),
     # The demo workload plays the user: it instruments itself through the public facade.
@@ -55,6 +59,12 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "xlaprof.cli": PACKAGES,
     "xlaprof.__main__": ("xlaprof.cli",),
 }
+# The analysis' stages in pipeline order (xlaprof/analysis/__init__.py names them): a stage may
+# import the stages before it, never one after it (no import back up the pipeline).
+ANALYSIS_STAGES = ("common", "host", "device", "compiles", "idle", "findings", "pipeline", "compare")
+for _i, _stage in enumerate(ANALYSIS_STAGES):
+    ALLOWED[f"xlaprof.analysis.{_stage}"] = ALLOWED["xlaprof.analysis"] + tuple(
+        f"xlaprof.analysis.{earlier}" for earlier in ANALYSIS_STAGES[:_i])
 ENTRY_POINTS = ("xlaprof", "xlaprof.cli", "xlaprof.__main__")  # rules that cover only themselves
 # Third-party packages that only one of ours may import.
 OWNED_BY = {"torch": "collectors", "torch_xla": "collectors", "xprof": "collectors",
@@ -137,16 +147,16 @@ def test_every_import_points_the_way_the_architecture_says():
 
 
 @pytest.mark.parametrize("module,source", [
-    ("xlaprof.analysis.findings", "from xlaprof.report.text import render_text"),
-    ("xlaprof.analysis.steps", "def f():\n    from dashboard.views import axis\n"),
-    ("xlaprof.analysis.attribution", "import collectors.spans"),
+    ("xlaprof.analysis.findings.findings", "from xlaprof.report.text import render_text"),
+    ("xlaprof.analysis.idle.steps", "def f():\n    from dashboard.views import axis\n"),
+    ("xlaprof.analysis.idle.attribution", "import collectors.spans"),
     ("xlaprof.xspace.reader", "from xlaprof.session import storage"),
     ("xlaprof.hlo.module", "from xlaprof.analysis import analyze"),
     ("xlaprof.xspace.reader", "from xlaprof.hlo import module"),
     ("collectors.capture", "from xlaprof.analysis import analyze"),
     ("collectors.demo", "from dashboard.server import serve"),
     ("collectors.capture", "from xlaprof import analyze"),
-    ("collectors.capture", "from xlaprof.analysis.intervals import merge"),
+    ("collectors.capture", "from xlaprof.analysis.common.intervals import merge"),
     # The version comes from its own leaf module, not through the facade (no import circle).
     ("collectors.session_writer", "from xlaprof import __version__"),
     ("xlaprof.newmodule", "import os"),
@@ -154,9 +164,15 @@ def test_every_import_points_the_way_the_architecture_says():
     ("dashboard.views.timeline", "import plotly.graph_objects as go"),
     ("xlaprof.report.text", "import torch_xla"),
     ("xlaprof.session.model", "from xprof.convert import _pywrap_profiler_plugin"),
-    ("xlaprof.analysis.steps", "import dash"),
+    ("xlaprof.analysis.idle.steps", "import dash"),
     ("xlaprof.export.trace_model", "from xlaprof.report import analysis_json"),
-    ("xlaprof.analysis.findings", "from xlaprof.export import export_trace"),
+    ("xlaprof.analysis.findings.findings", "from xlaprof.export import export_trace"),
+    # The analysis' stages: never an import back up the pipeline, nor of the package's facade.
+    ("xlaprof.analysis.host.frames", "from xlaprof.analysis.idle.attribution import Cause"),
+    ("xlaprof.analysis.compiles.compiles", "from xlaprof.analysis.findings import findings"),
+    ("xlaprof.analysis.common.intervals", "def f():\n    from xlaprof.analysis.host import span_index\n"),
+    ("xlaprof.analysis.pipeline.summary", "from xlaprof.analysis.compare.session_diff import SessionDiff"),
+    ("xlaprof.analysis.idle.steps", "from xlaprof.analysis import analyze"),
 ])
 def test_a_violating_import_is_caught(module, source):
     assert violations(module, source)
@@ -164,9 +180,42 @@ def test_a_violating_import_is_caught(module, source):
 
 @pytest.mark.parametrize("module,source", [
     ("collectors.capture", "from xlaprof.session import storage\nfrom xlaprof._version import __version__"),
-    ("dashboard.figures", "import plotly.graph_objects as go\nfrom xlaprof.analysis import attribution"),
+    ("dashboard.figures", "import plotly.graph_objects as go\nfrom xlaprof.analysis.idle import attribution"),
     ("xlaprof.cli", "def f():\n    from collectors.demo import capture_demo\n    from dashboard.server import serve\n"),
-    ("xlaprof.analysis.steps", "from xlaprof.analysis.attribution import CAUSES\nimport numpy as np"),
+    ("xlaprof.analysis.idle.steps", "from xlaprof.analysis.idle.attribution import CAUSES\nimport numpy as np"),
+    ("xlaprof.analysis.findings.findings", "from xlaprof.analysis.compiles.compiles import CompileSummary"),
+    ("xlaprof.analysis.compare.session_diff", "from xlaprof.analysis.pipeline.summary import SessionFigures"),
 ])
 def test_an_allowed_import_passes(module, source):
     assert violations(module, source) == []
+
+
+def test_every_analysis_module_is_in_a_stage():
+    """The analysis is laid out as its pipeline: each module in the subpackage of its stage, each
+    stage a subpackage (with the docstring saying what it does), nothing else at the root."""
+    root = REPO / "xlaprof" / "analysis"
+    assert sorted(p.name for p in root.glob("*.py")) == ["__init__.py"]
+    stages = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert stages == sorted(ANALYSIS_STAGES)
+    for stage in ANALYSIS_STAGES:
+        assert ast.get_docstring(ast.parse((root / stage / "__init__.py").read_text())), stage
+        assert [p for p in (root / stage).iterdir() if p.is_dir() and p.name != "__pycache__"] == []
+
+
+def _module_graph(prefix: str) -> dict[str, set[str]]:
+    """Each module under ``prefix`` and the modules under it that it imports (lazily too)."""
+    paths = {module_name(p): p for p in project_modules() if _is(module_name(p), prefix)}
+    graph = {}
+    for module, path in paths.items():
+        imported = set()
+        for _, name in imports_of(path.read_text(), module, path.name == "__init__.py"):
+            while name and name not in paths:  # ``from pkg import function``: the module is pkg
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                imported.add(name)
+        graph[module] = imported
+    return graph
+
+
+def test_the_analysis_imports_have_no_circle():
+    graphlib.TopologicalSorter(_module_graph("xlaprof.analysis")).prepare()  # CycleError on a circle

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xlaprof.analysis import bootstrap
-from xlaprof.analysis.bootstrap import MIN_STEPS, quantile_change_cis
+from xlaprof.analysis.compare import bootstrap
+from xlaprof.analysis.compare.bootstrap import MIN_STEPS, quantile_change_cis
 
 
 def quantile_change_ci(before, after, q: float, **options):

@@ -8,8 +8,8 @@ import pytest
 
 from tests.support.synthetic import write_before_after
 from xlaprof.analysis import analyze
-from xlaprof.analysis.budgets import BudgetError, BudgetMode, check_budgets, parse_budget
-from xlaprof.analysis.session_diff import diff_sessions
+from xlaprof.analysis.compare.budgets import BudgetError, BudgetMode, check_budgets, parse_budget
+from xlaprof.analysis.compare.session_diff import diff_sessions
 from xlaprof.errors import XlaprofError
 from xlaprof.session import Session
 from xlaprof.units import format_duration, format_duration_change

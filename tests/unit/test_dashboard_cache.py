@@ -115,7 +115,7 @@ def test_a_cluster_that_cannot_analyse_is_not_the_sessions_error(runs, tmp_path)
     """A scheduler nobody listens on (a real closed port): the failure is shown, but neither the
     cache nor the persisted index keeps it as the session's error; the next request asks again."""
     from collectors.server import free_port
-    from xlaprof.analysis.summary import FIGURES_VERSION, logdir_figures
+    from xlaprof.analysis.pipeline.summary import FIGURES_VERSION, logdir_figures
     from xlaprof.errors import ClusterError
     from xlaprof.session.index import SessionIndex
 

@@ -10,8 +10,8 @@ from dashboard.views.compare import compare_view, default_pair, parse_pair, step
 from dashboard.views.trend import trend_series
 from tests.support.synthetic import training_capture, write_before_after, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis.session_diff import diff_sessions
-from xlaprof.analysis.summary import logdir_figures
+from xlaprof.analysis.compare.session_diff import diff_sessions
+from xlaprof.analysis.pipeline.summary import logdir_figures
 from xlaprof.report import diff_json
 from xlaprof.session import Session
 from xlaprof.units import format_duration_change

@@ -19,8 +19,9 @@ from dashboard.views.timeline import (
     view,
 )
 from tests.support.synthetic import XSpaceBuilder, training_capture, write_session
-from xlaprof.analysis import analyze, intervals
-from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis import analyze
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
 from xlaprof.xspace import vocabulary
@@ -277,7 +278,7 @@ def test_step_series_and_worker_rows_add_up(analysis):
 
 
 def test_session_row_reports_errors_without_figures():
-    from xlaprof.analysis.summary import ListedSession
+    from xlaprof.analysis.pipeline.summary import ListedSession
     from xlaprof.session import SessionSummary
 
     row = session_row(ListedSession(SessionSummary("/x", "run", 0.0, ["w"], {}), None, "broken"))

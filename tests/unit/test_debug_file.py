@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.support.debug_samples import READ, TEXT
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis.debug_file import parse_debug_text
+from xlaprof.analysis.host.debug_file import parse_debug_text
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
 

@@ -7,8 +7,9 @@ import pytest
 
 from tests.support.hlo_builder import MLP_OPS, mlp_module
 from tests.support.synthetic import OP_FILL, StepProgram, TrainingShape, XSpaceBuilder, training_capture, write_session
-from xlaprof.analysis import analyze, device_profile
-from xlaprof.analysis.device_profile import NO_SOURCE, _children_time
+from xlaprof.analysis import analyze
+from xlaprof.analysis.device import device_profile
+from xlaprof.analysis.device.device_profile import NO_SOURCE, _children_time
 from xlaprof.report import analysis_json, render_text
 from xlaprof.session import Session
 
@@ -135,7 +136,7 @@ def _tpu_ops_without_program_ids() -> bytes:
 def test_ops_are_placed_in_the_runs_holding_them_and_block_scans_change_nothing(tmp_path, monkeypatch):
     """The scans of event rows a block at a time (``events.SCAN_ROWS``: device busy time, op rows,
     their programs, the nesting walk) give the same analysis with blocks of 3 rows as whole."""
-    from xlaprof.analysis import device_timeline
+    from xlaprof.analysis.device import device_timeline
     from xlaprof.xspace import events
 
     session = write_session(str(tmp_path), "tpu", {"w_9012": _tpu_ops_without_program_ids()})

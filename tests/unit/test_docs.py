@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis.session_diff import diff_sessions
+from xlaprof.analysis.compare.session_diff import diff_sessions
 from xlaprof.cli import build_parser
 from xlaprof.report.causes import idle_causes
 from xlaprof.report.diff_report import diff_json

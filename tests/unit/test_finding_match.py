@@ -2,8 +2,8 @@
 is resolved, new or changed, and small changes or tiny findings that come and go are not."""
 from __future__ import annotations
 
-from xlaprof.analysis.finding_match import FindingStatus, MatchConfig, match_findings
-from xlaprof.analysis.findings import Finding, FindingKind
+from xlaprof.analysis.compare.finding_match import FindingStatus, MatchConfig, match_findings
+from xlaprof.analysis.findings.findings import Finding, FindingKind
 
 READ, COMPILE, FALLBACK = FindingKind.TRANSFER_FROM_DEVICE, FindingKind.COMPILE, FindingKind.CPU_FALLBACK
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlaprof.analysis import intervals
+from xlaprof.analysis.common import intervals
 
 A = np.array
 

@@ -15,8 +15,8 @@ from tests.support.debug_samples import TEXT, debug_block
 from tests.support.hlo_builder import MLP_OPS, mlp_module
 from tests.support.synthetic import StepProgram, TrainingShape, training_capture, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.session_diff import diff_sessions
+from xlaprof.analysis.compare.session_diff import diff_sessions
+from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.report import analysis_json, diff_json
 from xlaprof.report.json_contract import SCHEMA_VERSION, Columns, Deferred, finalize, schema, write_compact
 from xlaprof.report.json_report import write_analysis_json
@@ -95,7 +95,7 @@ def test_the_schema_lists_the_causes_of_the_code():
         defs = schema(name)["$defs"]
         assert defs["cause"]["enum"] == [c.value for c in CAUSES], (
             f"{name}.schema.json: make $defs.cause and $defs.idle_by_cause.required the causes of "
-            f"xlaprof.analysis.attribution.CAUSES, and raise SCHEMA_VERSION's minor number")
+            f"xlaprof.analysis.idle.attribution.CAUSES, and raise SCHEMA_VERSION's minor number")
         assert sorted(defs["idle_by_cause"]["required"]) == sorted(c.value for c in CAUSES)
 
 

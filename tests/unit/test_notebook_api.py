@@ -13,8 +13,8 @@ import pytest
 
 import xlaprof
 from tests.support.synthetic import training_capture, write_session
-from xlaprof.analysis.session_diff import diff_sessions
-from xlaprof.analysis.tables import Table
+from xlaprof.analysis.common.tables import Table
+from xlaprof.analysis.compare.session_diff import diff_sessions
 from xlaprof.errors import MissingExtraError, SessionNotFoundError
 
 TABLES = ("gaps", "findings", "idle_by_line", "steps", "graphs", "ops", "compiles")

@@ -12,9 +12,9 @@ import pytest
 
 from tests.support.synthetic import PlaneBuilder, XSpaceBuilder, add_stack_samples, training_capture, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis.advice import ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
-from xlaprof.analysis.findings import FindingKind
-from xlaprof.analysis.frames import parse_stack
+from xlaprof.analysis.findings.advice import ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
+from xlaprof.analysis.findings.findings import FindingKind
+from xlaprof.analysis.host.frames import parse_stack
 from xlaprof.report import analysis_json, render_text
 from xlaprof.session import Session
 from xlaprof.xspace import vocabulary
@@ -114,7 +114,7 @@ def test_a_sample_of_a_thread_without_its_own_line_goes_to_the_main_thread(tmp_p
 
 def test_read_advice_fits_a_library_lookup_a_device_index_and_a_step_closure(tmp_path, library):
     plain = parse_stack(f"{MAIN}\n{library}:3 lookup").to_source
-    from xlaprof.analysis.advice import ADVICE_CLOSURE, ADVICE_DEVICE_INDEX, advice_for
+    from xlaprof.analysis.findings.advice import ADVICE_CLOSURE, ADVICE_DEVICE_INDEX, advice_for
     assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, "return self.lookup(t).item()") == ADVICE_READ_IN_LIBRARY
     # A table indexed with a device scalar is fixed at the call with a CPU index, in a library or not.
     for code in ("return self.table[t]", "sigma = self.sigmas[self.step_index]"):

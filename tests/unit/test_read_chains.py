@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xlaprof.analysis.host_activity import READ_JOIN_US, _chain_starts
+from xlaprof.analysis.host.host_activity import READ_JOIN_US, _chain_starts
 
 
 def _walked(r_start: np.ndarray, r_end: np.ndarray, t: float) -> float:

@@ -6,9 +6,9 @@ import numpy as np
 
 from tests.support.synthetic import training_capture
 from xlaprof.analysis import analyze
-from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
-from xlaprof.analysis.host_activity import EventSet
-from xlaprof.analysis.read_slowdown import MIN_BASELINE, busy_added
+from xlaprof.analysis.device.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.host.host_activity import EventSet
+from xlaprof.analysis.idle.read_slowdown import MIN_BASELINE, busy_added
 from xlaprof.session import Session
 from xlaprof.xspace.events import EventTable, IntColumn, Line, Plane
 from xlaprof.xspace.vocabulary import PROGRAM_ID_STAT

@@ -8,10 +8,10 @@ import pytest
 from tests.support.hlo_builder import MLP_OPS, ModuleBuilder, mlp_module
 from tests.support.synthetic import StepProgram, TrainingShape, training_capture, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis import signature_diff as diff
-from xlaprof.analysis.compiles import CompileRecord
-from xlaprof.analysis.programs import ProgramExecutions, compile_programs
-from xlaprof.analysis.recompiles import ChangeKind, explain_recompiles
+from xlaprof.analysis.compiles import signature_diff as diff
+from xlaprof.analysis.compiles.compiles import CompileRecord
+from xlaprof.analysis.device.programs import ProgramExecutions, compile_programs
+from xlaprof.analysis.findings.recompiles import ChangeKind, explain_recompiles
 from xlaprof.hlo import HloModules, parse_module
 from xlaprof.report import analysis_json, render_text
 from xlaprof.session import Session
@@ -242,7 +242,7 @@ def test_buckets_are_a_padding_rule_not_the_sizes_seen():
 
 
 def test_a_size_growing_by_one_per_compile_is_told_as_a_growing_sequence():
-    from xlaprof.analysis.recompiles import ADVICE, ChangeKind, _bucket_advice
+    from xlaprof.analysis.findings.recompiles import ADVICE, ChangeKind, _bucket_advice
 
     _, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], {"S": [7, 8, 9]})
     assert "grows by one at every compile" in advice and 'cache_implementation="static"' in advice

@@ -9,9 +9,9 @@ import pytest
 
 from tests.support.synthetic import training_capture, write_before_after, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis.finding_match import FindingStatus
-from xlaprof.analysis.session_diff import Change, diff_sessions
-from xlaprof.analysis.summary import step_times
+from xlaprof.analysis.compare.finding_match import FindingStatus
+from xlaprof.analysis.compare.session_diff import Change, diff_sessions
+from xlaprof.analysis.pipeline.summary import step_times
 from xlaprof.report import analysis_json, diff_json, render_diff_text
 from xlaprof.session import Session
 

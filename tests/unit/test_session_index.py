@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis.summary import FIGURES_VERSION, logdir_figures, session_figures
+from xlaprof.analysis.pipeline.summary import FIGURES_VERSION, logdir_figures, session_figures
 from xlaprof.session import Session, profile_root, storage
 from xlaprof.session.index import INDEX_NAME, MAX_INDEX_BYTES, SessionIndex
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xlaprof.analysis.span_index import _open_parents
+from xlaprof.analysis.host.span_index import _open_parents
 
 
 def _with_a_stack(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

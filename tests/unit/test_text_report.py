@@ -8,7 +8,7 @@ import textwrap
 
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
-from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.report import analysis_json
 from xlaprof.report.causes import CAUSE_ROWS, cause_row
 from xlaprof.report.text import _counted, render_text, shorten

@@ -60,7 +60,7 @@ def test_a_session_verdict_names_the_share_the_biggest_cause_its_line_and_the_fi
 
 
 def test_the_fix_is_the_advice_s_first_imperative_sentence_or_clause():
-    from xlaprof.analysis.advice import ADVICE, ADVICE_DEVICE_INDEX, FindingKind
+    from xlaprof.analysis.findings.advice import ADVICE, ADVICE_DEVICE_INDEX, FindingKind
 
     assert fix_of(ADVICE[FindingKind.TRANSFER_FROM_DEVICE]).startswith("Keep the value on the device")
     assert fix_of(ADVICE[FindingKind.RECOMPILATION]).startswith("Pad inputs to a fixed shape")

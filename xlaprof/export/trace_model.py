@@ -21,10 +21,11 @@ from itertools import count
 
 import numpy as np
 
-from xlaprof.analysis import SessionAnalysis, WorkerAnalysis, intervals
-from xlaprof.analysis.advice import FindingKind
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.findings import Finding
+from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.findings.advice import FindingKind
+from xlaprof.analysis.findings.findings import Finding
+from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 

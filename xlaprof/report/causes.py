@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlaprof.analysis.attribution import CAUSES
+from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.units import format_duration
 
 

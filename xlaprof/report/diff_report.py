@@ -24,9 +24,9 @@ published schema is ``schemas/diff.schema.json``.
 from __future__ import annotations
 
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.budgets import BudgetResult
-from xlaprof.analysis.finding_match import FindingChange
-from xlaprof.analysis.session_diff import Change, SessionDiff, StepTimeChange, WorkerDiff
+from xlaprof.analysis.compare.budgets import BudgetResult
+from xlaprof.analysis.compare.finding_match import FindingChange
+from xlaprof.analysis.compare.session_diff import Change, SessionDiff, StepTimeChange, WorkerDiff
 from xlaprof.report.json_contract import finalize
 from xlaprof.report.json_report import finding_json
 from xlaprof.report.verdict import verdict

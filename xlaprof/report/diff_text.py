@@ -10,8 +10,8 @@ pair of workers of a pod, and the budgets checked. Times by
 """
 from __future__ import annotations
 
-from xlaprof.analysis.budgets import BudgetResult
-from xlaprof.analysis.session_diff import SessionDiff
+from xlaprof.analysis.compare.budgets import BudgetResult
+from xlaprof.analysis.compare.session_diff import SessionDiff
 from xlaprof.report.diff_report import diff_json
 from xlaprof.report.text import rule
 from xlaprof.units import format_duration as _t

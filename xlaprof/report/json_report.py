@@ -30,14 +30,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.compiles import CompileSummary
-from xlaprof.analysis.device_profile import DeviceProfile
-from xlaprof.analysis.findings import Finding
-from xlaprof.analysis.reads import ReadSummary
-from xlaprof.analysis.recompiles import RecompileExplanation
-from xlaprof.analysis.steps import StepTable
-from xlaprof.analysis.worker_comparison import WorkerComparison
-from xlaprof.analysis.worker_summary import WorkerSummary, largest_gaps, worker_gap_rows
+from xlaprof.analysis.compiles.compiles import CompileSummary
+from xlaprof.analysis.device.device_profile import DeviceProfile
+from xlaprof.analysis.findings.findings import Finding
+from xlaprof.analysis.findings.recompiles import RecompileExplanation
+from xlaprof.analysis.idle.reads import ReadSummary
+from xlaprof.analysis.idle.steps import StepTable
+from xlaprof.analysis.pipeline.worker_comparison import WorkerComparison
+from xlaprof.analysis.pipeline.worker_summary import WorkerSummary, largest_gaps, worker_gap_rows
 from xlaprof.report.json_contract import Columns, Deferred, finalize, write_compact
 
 MAX_EXECUTION_CAUSES = 50  # (cause, frame) rows of the debug files listed

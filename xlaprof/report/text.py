@@ -20,9 +20,9 @@ import textwrap
 import numpy as np
 
 from xlaprof.analysis import SessionAnalysis
-from xlaprof.analysis.device_profile import NO_SOURCE
-from xlaprof.analysis.frames import short_location
-from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.analysis.device.device_profile import NO_SOURCE
+from xlaprof.analysis.host.frames import short_location
+from xlaprof.analysis.host.span_index import NO_SPAN
 from xlaprof.framework_files import is_framework_file
 from xlaprof.report.causes import cause_row, finding_cost
 from xlaprof.report.json_report import analysis_json

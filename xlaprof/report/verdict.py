@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from xlaprof.analysis.advice import FindingKind
-from xlaprof.analysis.frames import short_location
+from xlaprof.analysis.findings.advice import FindingKind
+from xlaprof.analysis.host.frames import short_location
 from xlaprof.units import (
     format_duration,
     format_duration_change,

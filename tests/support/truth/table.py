@@ -81,7 +81,7 @@ class Score:
 
 def analysis_share(analysis, window_ns: tuple[int, int]) -> dict[str, float]:
     """The analysis' share of idle by cause inside ``window_ns`` (its gap pieces clipped to it)."""
-    from xlaprof.analysis.attribution import CAUSES as CODES
+    from xlaprof.analysis.idle.attribution import CAUSES as CODES
 
     idle = dict.fromkeys(c.value for c in CODES)
     idle = {cause: 0.0 for cause in idle}

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from xlaprof.analysis.session_analysis import SessionAnalysis, analyze
-from xlaprof.analysis.worker_summary import WorkerSummary
+from xlaprof.analysis.pipeline.session_analysis import SessionAnalysis, analyze
+from xlaprof.analysis.pipeline.worker_summary import WorkerSummary
 from xlaprof.session import Session, SessionSummary, list_sessions
 from xlaprof.session.index import SessionIndex
 

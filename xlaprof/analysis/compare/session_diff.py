@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.bootstrap import quantile_change_cis
-from xlaprof.analysis.finding_match import FindingChange, FindingStatus, MatchConfig, match_findings
-from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.session_analysis import SessionAnalysis
-from xlaprof.analysis.summary import P90, idle_share, step_times
-from xlaprof.analysis.worker_summary import WorkerSummary
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.compare.bootstrap import quantile_change_cis
+from xlaprof.analysis.compare.finding_match import FindingChange, FindingStatus, MatchConfig, match_findings
+from xlaprof.analysis.idle.attribution import CAUSES
+from xlaprof.analysis.pipeline.session_analysis import SessionAnalysis
+from xlaprof.analysis.pipeline.summary import P90, idle_share, step_times
+from xlaprof.analysis.pipeline.worker_summary import WorkerSummary
 
 
 @dataclass(frozen=True)

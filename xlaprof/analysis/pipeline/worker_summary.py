@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.compiles import CompileRecord
-from xlaprof.analysis.device_profile import GraphProfile, worker_graphs
-from xlaprof.analysis.findings import ExecutionCause
-from xlaprof.analysis.idle_costs import worker_cost_groups
-from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.reads import ReadSummary
-from xlaprof.analysis.recompiles import RecompileExplanation, worker_recompiles
-from xlaprof.analysis.steps import StepTable
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.compiles.compiles import CompileRecord
+from xlaprof.analysis.device.device_profile import GraphProfile, worker_graphs
+from xlaprof.analysis.findings.findings import ExecutionCause
+from xlaprof.analysis.findings.recompiles import RecompileExplanation, worker_recompiles
+from xlaprof.analysis.idle.attribution import CAUSES
+from xlaprof.analysis.idle.idle_costs import worker_cost_groups
+from xlaprof.analysis.idle.reads import ReadSummary
+from xlaprof.analysis.idle.steps import StepTable
 from xlaprof.session import Worker
 from xlaprof.session.manifest import WorkerStatus
 from xlaprof.xspace.metrics import MetricsDelta

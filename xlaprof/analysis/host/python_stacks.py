@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.frames import PyStack, parse_stack
-from xlaprof.analysis.notebook_repr import short_repr
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.host.frames import PyStack, parse_stack
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 

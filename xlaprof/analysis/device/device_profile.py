@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
-from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.programs import UNKNOWN
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.device.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.device.programs import UNKNOWN
 from xlaprof.hlo import HloModules
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import SCAN_ROWS, Plane

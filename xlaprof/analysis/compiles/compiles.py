@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.debug_file import DebugInfo
-from xlaprof.analysis.host_activity import HostActivity
-from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.host.debug_file import DebugInfo
+from xlaprof.analysis.host.host_activity import HostActivity
+from xlaprof.analysis.host.span_index import NO_SPAN
 
 # The causes of a compile the capture caught mid-way (see analysis.session_analysis).
 COMPILE_AT_START = "already compiling when the capture started"

@@ -20,9 +20,10 @@ from functools import cached_property
 
 import numpy as np
 
-from xlaprof.analysis import intervals
-from xlaprof.analysis.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
-from xlaprof.analysis.compiles import (
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.common.tables import Table, columns_of
+from xlaprof.analysis.compiles.compiles import (
     COMPILE_AT_START,
     COMPILE_AT_STOP,
     CompileRecord,
@@ -30,22 +31,26 @@ from xlaprof.analysis.compiles import (
     compile_records,
     summarize_compiles,
 )
-from xlaprof.analysis.debug_file import DebugInfo, read_debug_file
-from xlaprof.analysis.device_profile import DeviceProfile, GraphProfile, OpStat, merge_profiles
-from xlaprof.analysis.device_timeline import DeviceTimeline, device_timelines
-from xlaprof.analysis.findings import ExecutionCause, Finding, rank_findings
-from xlaprof.analysis.host_activity import HostActivity
-from xlaprof.analysis.idle_costs import LineIdle, idle_by_line, merge_cost_groups
-from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.programs import ProgramExecutions, compile_programs, program_executions
-from xlaprof.analysis.read_slowdown import busy_added
-from xlaprof.analysis.reads import ReadSummary, merge_reads, summarize_reads
-from xlaprof.analysis.recompiles import RecompileExplanation, explain_findings, merge_recompiles, worker_recompiles
-from xlaprof.analysis.steps import StepTable, step_table
-from xlaprof.analysis.summary_html import summary_html
-from xlaprof.analysis.tables import Table, columns_of
-from xlaprof.analysis.worker_comparison import WorkerComparison, compare_workers
-from xlaprof.analysis.worker_summary import GapRow, WorkerSummary, summarize_worker, worker_gap_rows
+from xlaprof.analysis.device.device_profile import DeviceProfile, GraphProfile, OpStat, merge_profiles
+from xlaprof.analysis.device.device_timeline import DeviceTimeline, device_timelines
+from xlaprof.analysis.device.programs import ProgramExecutions, compile_programs, program_executions
+from xlaprof.analysis.findings.findings import ExecutionCause, Finding, rank_findings
+from xlaprof.analysis.findings.recompiles import (
+    RecompileExplanation,
+    explain_findings,
+    merge_recompiles,
+    worker_recompiles,
+)
+from xlaprof.analysis.host.debug_file import DebugInfo, read_debug_file
+from xlaprof.analysis.host.host_activity import HostActivity
+from xlaprof.analysis.idle.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
+from xlaprof.analysis.idle.idle_costs import LineIdle, idle_by_line, merge_cost_groups
+from xlaprof.analysis.idle.read_slowdown import busy_added
+from xlaprof.analysis.idle.reads import ReadSummary, merge_reads, summarize_reads
+from xlaprof.analysis.idle.steps import StepTable, step_table
+from xlaprof.analysis.pipeline.summary_html import summary_html
+from xlaprof.analysis.pipeline.worker_comparison import WorkerComparison, compare_workers
+from xlaprof.analysis.pipeline.worker_summary import GapRow, WorkerSummary, summarize_worker, worker_gap_rows
 from xlaprof.errors import BadProfileError
 from xlaprof.hlo import HloModules, hlo_modules
 from xlaprof.session import Session, Worker, newest_readable, storage

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xlaprof.analysis import intervals
-from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
-from xlaprof.analysis.host_activity import EventSet, HostActivity
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.device.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.host.host_activity import EventSet, HostActivity
 from xlaprof.hlo import program_of
 from xlaprof.xspace import vocabulary
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from xlaprof.analysis.frames import line_text, parse_stack
+from xlaprof.analysis.host.frames import line_text, parse_stack
 from xlaprof.framework_files import is_framework_file, is_library_file
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xlaprof.analysis import intervals
-from xlaprof.analysis.notebook_repr import short_repr
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.common.notebook_repr import short_repr
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 

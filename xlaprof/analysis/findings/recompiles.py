@@ -37,11 +37,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from xlaprof.analysis import signature_diff as diff
-from xlaprof.analysis.compiles import CompileRecord
-from xlaprof.analysis.findings import Finding, FindingKind
-from xlaprof.analysis.inner_shapes import InnerShapes, varying_intermediates
-from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.analysis.compiles import signature_diff as diff
+from xlaprof.analysis.compiles.compiles import CompileRecord
+from xlaprof.analysis.compiles.inner_shapes import InnerShapes, varying_intermediates
+from xlaprof.analysis.findings.findings import Finding, FindingKind
+from xlaprof.analysis.host.span_index import NO_SPAN
 from xlaprof.hlo import GraphSignature, HloModules
 
 MAX_LINES_NAMED = 2  # source lines named for a change in graph size

@@ -21,8 +21,8 @@ from enum import Enum
 
 import numpy as np
 
-from xlaprof.analysis import intervals
-from xlaprof.analysis.notebook_repr import short_repr
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.common.notebook_repr import short_repr
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import SCAN_ROWS, Plane, row_dtype
 from xlaprof.xspace.reader import XSpaceData

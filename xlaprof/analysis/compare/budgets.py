@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.finding_match import FindingStatus
-from xlaprof.analysis.session_diff import Change, SessionDiff, excludes_zero
+from xlaprof.analysis.compare.finding_match import FindingStatus
+from xlaprof.analysis.compare.session_diff import Change, SessionDiff, excludes_zero
+from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.errors import XlaprofError
 from xlaprof.units import format_duration, format_duration_change, format_interval, format_percent_change
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from xlaprof.analysis.attribution import CAUSES, Cause
-from xlaprof.analysis.frames import line_text
+from xlaprof.analysis.host.frames import line_text
+from xlaprof.analysis.idle.attribution import CAUSES, Cause
 
 EDGE_SPAN = -2  # marks unattributed pieces at the capture's edges
 

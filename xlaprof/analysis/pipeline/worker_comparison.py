@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.attribution import CAUSES
-from xlaprof.analysis.notebook_repr import short_repr
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.idle.attribution import CAUSES
 
 MAX_ALIGNED_STEPS = 500
 STRAGGLER_RATIO = 1.10  # a worker 10% slower per step than the typical worker is a straggler

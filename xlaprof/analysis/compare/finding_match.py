@@ -20,8 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from enum import Enum
 
-from xlaprof.analysis.findings import Finding
-from xlaprof.analysis.notebook_repr import short_repr
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.findings.findings import Finding
 
 
 class FindingStatus(str, Enum):

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis.host_activity import READ_SPAN_BEFORE_END_US, HostActivity
-from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.analysis.host.host_activity import READ_SPAN_BEFORE_END_US, HostActivity
+from xlaprof.analysis.host.span_index import NO_SPAN
 
 
 @dataclass

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from xlaprof.analysis.advice import ADVICE, FindingKind, advice_for
-from xlaprof.analysis.attribution import Cause
-from xlaprof.analysis.call_sites import group_at_call_sites
-from xlaprof.analysis.compiles import EDGE_COMPILE_CAUSES, CompileSummary
-from xlaprof.analysis.frames import line_text, short_location
-from xlaprof.analysis.idle_costs import CauseCost, one_per_line
-from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.reads import ReadSummary
-from xlaprof.analysis.span_index import NO_SPAN
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.compiles.compiles import EDGE_COMPILE_CAUSES, CompileSummary
+from xlaprof.analysis.findings.advice import ADVICE, FindingKind, advice_for
+from xlaprof.analysis.host.frames import line_text, short_location
+from xlaprof.analysis.host.span_index import NO_SPAN
+from xlaprof.analysis.idle.attribution import Cause
+from xlaprof.analysis.idle.call_sites import group_at_call_sites
+from xlaprof.analysis.idle.idle_costs import CauseCost, one_per_line
+from xlaprof.analysis.idle.reads import ReadSummary
 from xlaprof.units import format_duration
 
 # torch_xla's execution cause when a value read (.item(), print) forces a graph to run early.

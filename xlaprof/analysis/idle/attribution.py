@@ -41,10 +41,10 @@ from enum import Enum
 
 import numpy as np
 
-from xlaprof.analysis import intervals
-from xlaprof.analysis.device_timeline import DeviceTimeline
-from xlaprof.analysis.host_activity import READ_SPAN_BEFORE_END_US, EventSet, HostActivity
-from xlaprof.analysis.notebook_repr import short_repr
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.device.device_timeline import DeviceTimeline
+from xlaprof.analysis.host.host_activity import READ_SPAN_BEFORE_END_US, EventSet, HostActivity
 
 
 class Cause(str, Enum):

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from xlaprof.analysis.device_profile import device_ops
-from xlaprof.analysis.device_timeline import DeviceTimeline
-from xlaprof.analysis.host_activity import EventSet
-from xlaprof.analysis.programs import ProgramExecutions
+from xlaprof.analysis.device.device_profile import device_ops
+from xlaprof.analysis.device.device_timeline import DeviceTimeline
+from xlaprof.analysis.device.programs import ProgramExecutions
+from xlaprof.analysis.host.host_activity import EventSet
 
 MIN_BASELINE = 3  # executions of an op outside reads needed to know its usual duration
 

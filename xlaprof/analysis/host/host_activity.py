@@ -42,11 +42,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xlaprof.analysis import intervals
-from xlaprof.analysis.frames import PyStack
-from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.python_stacks import MAIN_THREAD, StackSamples
-from xlaprof.analysis.span_index import SpanIndex, compiler_rows
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.host.frames import PyStack
+from xlaprof.analysis.host.python_stacks import MAIN_THREAD, StackSamples
+from xlaprof.analysis.host.span_index import SpanIndex, compiler_rows
 from xlaprof.framework_files import is_torch_file
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xlaprof.analysis import intervals
-from xlaprof.analysis.attribution import CAUSES, GapPieces
-from xlaprof.analysis.device_timeline import DeviceKind, DeviceTimeline
-from xlaprof.analysis.host_activity import HostActivity
-from xlaprof.analysis.notebook_repr import short_repr
-from xlaprof.analysis.span_index import SpanIndex
+from xlaprof.analysis.common import intervals
+from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.device.device_timeline import DeviceKind, DeviceTimeline
+from xlaprof.analysis.host.host_activity import HostActivity
+from xlaprof.analysis.host.span_index import SpanIndex
+from xlaprof.analysis.idle.attribution import CAUSES, GapPieces
 from xlaprof.xspace import vocabulary
 
 

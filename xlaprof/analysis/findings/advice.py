@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from xlaprof.analysis.attribution import Cause
+from xlaprof.analysis.idle.attribution import Cause
 from xlaprof.framework_files import is_library_file
 
 
