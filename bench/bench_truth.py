@@ -19,7 +19,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.support.corpus.cases import CASES  # noqa: E402
-from tests.support.truth.corpus_run import record_corpus, score_corpus  # noqa: E402
+from tests.support.truth.corpus_run import load_records, record_corpus, score_corpus  # noqa: E402
 
 SHORT = {"compile": "comp", "transfer_from_device": "read", "host_tracing": "trace", "host_blocked": "block"}
 
@@ -31,12 +31,9 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="score the records already in --workdir")
     opts = parser.parse_args()
     workdir = opts.workdir or tempfile.mkdtemp(prefix="xlaprof-truth-")
+    os.makedirs(workdir, exist_ok=True)
     names = opts.cases.split(",")
-    if opts.reuse:
-        import json
-        records = {mode: json.load(open(os.path.join(workdir, f"{mode}.json"))) for mode in ("lines", "capture")}
-    else:
-        records = record_corpus(workdir, names)
+    records = load_records(workdir) if opts.reuse else record_corpus(workdir, names)
     results = score_corpus(records)
     head = " ".join(f"{SHORT[c]:>16}" for c in SHORT)
     print(f"{'case':<18} {head} {'reads@line':>14} {'compiles@line':>14} {'misplaced':>9} {'expl':>5} {'advice':>6}")
@@ -49,6 +46,9 @@ def main() -> None:
               f" {100 * s.compiles_at_line:>4.0f}% {s.compile_counts[0]:>3}/{s.compile_counts[1]:<3}"
               f" {len(s.misplaced):>9} {'yes' if r.explanation_names_change() else 'NO':>5}"
               f" {'yes' if r.advice_fits() else 'NO':>6}")
+    for name, r in results.items():
+        if r.truth.uncertainty_points:
+            print(f"  {name}: the truth's read share is an A/B measurement, +/-{r.truth.uncertainty_points:.0f} points (95%)")
     for name, r in results.items():
         for line in r.score.misplaced:
             print(f"  {name}: misplaced {line}")

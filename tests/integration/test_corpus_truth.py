@@ -3,7 +3,8 @@ workloads (``tests/support/corpus``; the oracle: ``tests/support/truth``).
 
 The session fixture runs the suite's cases twice (captured with torch_xla's per-step counters beside
 it; under a line tracer) and analyses each capture once; every test reads those results. The bounds
-are the truth issue's: each cause within 10 points of the truth's share of idle, >= 98% of reads and
+are the truth issue's: each cause within 10 points of the truth's share of idle (widened by the
+truth's own 95% interval where it is measured by an A/B arm), >= 98% of reads and
 >= 95% of compiles at their triggering line, no finding at a ``def``/``class`` line or in xlaprof's
 own code, the recompile explanation naming the values that changed, the advice fitting the dominant
 cause. ``KNOWN_GAPS`` lists, with the reason, the (check, case) pairs the analysis does not meet yet:
@@ -25,18 +26,16 @@ SUITE_CASES = [c.name for c in CASES if c.name != "text_to_image"]
 
 READS_AT_LINE, COMPILES_AT_LINE, CAUSE_POINTS = 0.98, 0.95, 10.0
 
-# The truth's read share is TransferFromDeviceTime less the device's busy time (a metric model): the
-# analysis' read cost follows the counterfactual (rule 3 of docs/attribution.md, checked by the A/B
-# arms of test_read_cost_ab), which the metrics cannot see, so on workloads whose reads cost 10-25%
-# of the idle time the two differ by that much; an op's CPU fallback (its CPU work on the autograd
-# thread) is read time to the analysis and tracing to the model.
-READ_MODEL = "the reads' counterfactual cost (rule 3) against the metric model's transfer time"
+# Where a case has an A/B arm without its reads (Case.without_reads), the truth's read share is what
+# the arm saves. generate()'s reads are inside the library (its stopping criteria, its masks): no arm
+# takes them out with the rest unchanged, so its truth is the metric model's (TransferFromDeviceTime
+# less the device's busy time), which cannot see a read's counterfactual cost (the overlap it takes
+# away): the analysis charges its reads 17-25% of the idle time, the model 0-1%.
 KNOWN_GAPS = {
-    ("causes", "print_logging"): READ_MODEL,
-    ("causes", "step_closure"): READ_MODEL,
-    ("causes", "compiled_step"): READ_MODEL,
-    ("causes", "generate_static"): READ_MODEL,
-    ("causes", "fallback_backward"): "a CPU fallback's own CPU time: read (analysis) vs tracing (model)",
+    ("causes", "generate_static"): "no A/B arm for reads inside generate(): the metric model's read time only",
+    # The A/B arm says a CPU fallback costs 40-47% of the idle time; the analysis charges 29-31%: the
+    # fallback's own CPU work between its transfers, on the autograd thread, is left to tracing.
+    ("causes", "fallback_backward"): "the fallback's CPU work between its transfers is tracing, not the read",
     # host_blocked 74-75% against the truth's 83-88% (7 points off in the bench, 14 in one full run):
     # up to a tenth of the idle time between the loader's batches is left unattributed or tracing.
     ("causes", "input_bound"): "host_blocked 7-14 points under the truth: some waits left unattributed",
@@ -58,9 +57,9 @@ def corpus(tmp_path_factory):
 
 @pytest.mark.parametrize("name", _checked("causes"))
 def test_each_cause_is_within_10_points_of_the_truth(corpus, name):
-    score = corpus[name].score
-    off = {cause: round(points, 1) for cause, points in score.cause_points.items() if abs(points) > CAUSE_POINTS}
-    assert not off, (off, score.report_share, score.truth_share)
+    score, error = corpus[name].score, corpus[name].truth.uncertainty_points  # the A/B truth's own interval
+    off = {cause: round(points, 1) for cause, points in score.cause_points.items() if abs(points) > CAUSE_POINTS + error}
+    assert not off, (off, error, score.report_share, score.truth_share)
     assert set(score.cause_points) == set(CAUSES)
 
 

@@ -4,7 +4,9 @@ output).
 
 ``ACCEPTED_FIXES``: per cause, words of which one must be in the advice of the report's top finding of
 the workload's dominant cause (by the truth): the fixes that remove that cause, whatever the
-workload; ``Case.fixes`` adds the case's own (cause -> words). ``Case.changed``: for a case whose shapes change,
+workload; ``Case.fixes`` adds the case's own (cause -> words). ``Case.without_reads``: for a case whose
+reads can be taken out with the rest unchanged, the arguments of that A/B arm (the truth's read
+cost is what the arm saves: ``tests.support.truth.runner``'s ``ab`` mode). ``Case.changed``: for a case whose shapes change,
 the values the recompile explanation must name (e.g. the latent width 16 and 24). Cases run in this
 order in one process per mode (``tests.support.truth.runner``): both processes see the same compile
 cache at each case.
@@ -23,6 +25,7 @@ class Case:
     window: int = 4
     fixes: dict = field(default_factory=dict)  # cause -> accepted words, beside ACCEPTED_FIXES
     changed: tuple[str, ...] = ()
+    without_reads: tuple[str, ...] | None = None  # the arguments of the A/B arm without the reads
 
     @property
     def module_path(self) -> str:
@@ -42,12 +45,14 @@ ACCEPTED_FIXES = {
 # A compile that happens once per line (warming up) is fixed by nothing in the step: it is expected,
 # or saved across runs by torch_xla's persistent compilation cache.
 ONE_OFF_COMPILE_FIXES = ("warming up", "initialize_cache", "persistent")
+NO_READS = ("--no-reads",)
 CASES: tuple[Case, ...] = (
-    Case("print_logging", "print_logging", window=30),
-    Case("step_closure", "step_closure", window=30),
-    Case("compiled_step", "compiled_step", window=32),
+    Case("print_logging", "print_logging", window=30, without_reads=NO_READS),
+    Case("step_closure", "step_closure", window=150, without_reads=NO_READS),
+    Case("compiled_step", "compiled_step", window=128, without_reads=NO_READS),
     Case("dynamic_shapes", "dynamic_shapes"),
-    Case("fallback_backward", "fallback_backward", window=20, fixes={"transfer_from_device": ("fallback", "lowering")}),
+    Case("fallback_backward", "fallback_backward", window=60, fixes={"transfer_from_device": ("fallback", "lowering")},
+         without_reads=NO_READS),
     Case("growing_batch", "growing_batch", warm=1, window=6, changed=("40", "48")),
     Case("grad_accum", "grad_accum", warm=1, window=3),
     Case("text_to_image", "text_to_image", warm=0, window=4, changed=("16", "24")),

@@ -1,7 +1,10 @@
 """The corpus run end to end: both runner processes, then each case's session analysed and scored.
 
-``record_corpus(workdir, names)`` runs ``runner`` in ``lines`` then ``capture`` mode (two processes, one
-after the other: the capture's timings are not shared with the tracer's) and returns the two records.
+``record_corpus(workdir, names)`` runs ``runner`` in ``lines`` then ``capture`` mode (processes one after
+the other: the capture's timings are not shared with the tracer's) and returns the two records. The
+cases with an A/B arm without reads are captured in a process of their own, its host and device
+threads pinned to two cores (a read's cost is measured there); the others as a user runs them.
+``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
 ``score_corpus(records)`` -> ``{case: CaseResult}``: the case's ``Truth``, the analysis report (the
 JSON contract's dict, ``xlaprof.report.analysis_json``) and its ``Score``, plus the case's own checks
 (``checks``: the advice fits, the recompile explanation names the values that changed).
@@ -20,10 +23,10 @@ from tests.support.truth.table import Score, Truth, score
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float) -> dict:
+def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float, pinned: bool = False) -> dict:
     env = dict(os.environ, PJRT_DEVICE="CPU", PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
     command = [sys.executable, "-m", "tests.support.truth.runner", "--mode", mode, "--cases", ",".join(names),
-               "--out", out, "--logdir", logdir]
+               "--out", out, "--logdir", logdir] + (["--pin-cores"] if pinned else [])
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     with open(f"{out}.log", "w") as log:
         log.write(done.stdout + done.stderr)
@@ -33,11 +36,34 @@ def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float) -> 
         return json.load(handle)
 
 
+CAPTURE_GROUPS = {"capture": False, "capture-pinned": True}  # record file -> pinned
+
+
+def _in_group(name: str, pinned: bool) -> bool:
+    return (BY_NAME[name].without_reads is not None) == pinned
+
+
 def record_corpus(workdir: str, names: list[str], timeout: float = 1500) -> dict[str, dict]:
     """``{"lines": ..., "capture": ...}``: the runner's two records of the named cases."""
     logdir = os.path.join(workdir, "logs")
-    return {mode: _run(mode, names, os.path.join(workdir, f"{mode}.json"), logdir, timeout)
-            for mode in ("lines", "capture")}
+    _run("lines", names, os.path.join(workdir, "lines.json"), logdir, timeout)
+    for group, pinned in CAPTURE_GROUPS.items():
+        if cases := [name for name in names if _in_group(name, pinned)]:
+            _run("capture", cases, os.path.join(workdir, f"{group}.json"), logdir, timeout, pinned)
+    return load_records(workdir)
+
+
+def load_records(workdir: str) -> dict[str, dict]:
+    def load(name: str) -> dict:
+        path = os.path.join(workdir, f"{name}.json")
+        if not os.path.exists(path):
+            return {}
+        with open(path) as handle:
+            return json.load(handle)
+    captured = {}
+    for group in CAPTURE_GROUPS:
+        captured.update(load(group))
+    return {"lines": load("lines"), "capture": captured}
 
 
 @dataclass

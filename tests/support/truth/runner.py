@@ -3,11 +3,18 @@
 For each case of ``--cases`` (``tests.support.corpus.cases``), in order, in this one process: its
 ``warm`` steps, then its ``window`` steps, recorded by ``--mode``:
 - ``capture``: inside ``xlaprof.profile(--logdir, name=case)`` with ``StepRecorder`` (the last step
-  waits for the device, as a script's end does, so its device work is in the window);
+  waits for the device, as a script's end does, so its device work is in the window); then, for a
+  case with ``without_reads``, its A/B blocks (``ab_blocks``) under a second profile (``<case>-ab``,
+  not analysed: the same profiler, sampler and read marks at work as in the window);
 - ``lines``: under ``LineTracer`` instead (the user's and third-party files: not torch's, the
   standard library's, xlaprof's or this harness').
-``--out`` gets one JSON object, case name -> ``{"session", "steps"}`` (capture) or ``{"compiles",
-"reads", "fallbacks"}`` (lines), rewritten after each case. Each case seeds torch with 0 before
+``--pin-cores``: the process' host and device threads on two cores (``ab_harness.pin_host_and_device``:
+on the CPU device the "device" computes on the host's cores; pinned, a read's cost is not mixed
+with the two contending for them).
+``--out`` gets one JSON object, case name -> ``{"session", "steps"}`` (capture; with ``"ab"``:
+``{"with_reads": [block, ...], "without_reads": [...]}``, each block its wall time and torch_xla's
+counter deltas; the A/B session names each block by a span of its arm, ``ab_harness.READS_ARM`` or
+``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines), rewritten after each case. Each case seeds torch with 0 before
 building, and both modes run the same cases in the same order, so the two processes take the same
 steps and meet the same compile cache.
 """
@@ -16,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import sys
 import time
@@ -25,6 +33,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
+AB_PAIRS = 10
+AB_BLOCK_S = 0.3  # at least this long a block: the window's steps repeated (a short one is all noise)
 
 
 def user_file(path: str) -> bool:
@@ -60,7 +70,10 @@ def run_case(case, mode: str, logdir: str | None) -> dict:
                     step(i)
                     if i == window[-1]:
                         xm.wait_device_ops()
-        return {"session": run.path, "steps": recorder.rows}
+        record = {"session": run.path, "steps": recorder.rows}
+        if case.without_reads is not None:
+            record["ab"] = ab_blocks(case, step, logdir)
+        return record
     from tests.support.truth.line_tracer import LineTracer
 
     with LineTracer(user_file) as tracer:
@@ -71,6 +84,49 @@ def run_case(case, mode: str, logdir: str | None) -> dict:
     return {"compiles": dict(tracer.compiles), "reads": dict(tracer.reads), "fallbacks": dict(tracer.fallbacks)}
 
 
+def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
+    """The case's ``step`` against its arm without reads (built here, same seed, its window's shapes
+    compiled first), in ``AB_PAIRS`` pairs of blocks, the arms alternating (a changing load falls on
+    both): each block one arm's window of steps, repeated to last ``AB_BLOCK_S`` (each step recorded
+    as the window's are, so both arms pay the recorder's cost as the window did), ended by
+    ``xm.wait_device_ops()``, with its wall time and torch_xla's counter deltas."""
+    import torch
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    import xlaprof
+    from tests.support.truth import metrics_probe
+    from tests.support.truth.step_recorder import StepRecorder
+    from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
+
+    torch.manual_seed(0)
+    without = importlib.import_module(case.module_path).build(torch, torch_xla.device(),
+                                                              list(case.args + case.without_reads))
+    window = range(case.warm, case.warm + case.window)
+    for i in range(case.warm + case.window):
+        without(i)
+    xm.wait_device_ops()
+    began = time.perf_counter()
+    for i in window:
+        step(i)
+    xm.wait_device_ops()
+    repeats = max(1, math.ceil(AB_BLOCK_S / (time.perf_counter() - began)))
+    arms, recorder = {READS_ARM: step, NO_READS_ARM: without}, StepRecorder()
+    blocks: dict[str, list[dict]] = {arm: [] for arm in arms}
+    with xlaprof.profile(logdir, name=f"{case.name}-ab"):
+        for block in range(2 * AB_PAIRS):
+            arm = list(arms)[block % 2]
+            before, began = metrics_probe.snapshot(), time.perf_counter()
+            with xlaprof.trace(arm):  # the span ab_truth.arm_runs reads the arms' runs from
+                for i in list(window) * repeats:
+                    with recorder.step(i):  # the window's own per-step cost, in both arms
+                        arms[arm](i)
+                xm.wait_device_ops()
+            wall_us = (time.perf_counter() - began) * 1e6
+            blocks[arm].append({"wall_us": wall_us, "metrics": metrics_probe.delta(before, metrics_probe.snapshot())})
+    return blocks
+
+
 def main(argv: list[str] | None = None) -> None:
     from tests.support.corpus.cases import BY_NAME, CASES
 
@@ -79,7 +135,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cases", default=",".join(c.name for c in CASES), help="comma-separated case names")
     parser.add_argument("--logdir", help="where the capture mode writes one session per case")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--pin-cores", action="store_true", help="host and device threads on two cores")
     opts = parser.parse_args(argv)
+    if opts.pin_cores:
+        from tests.support.workloads.ab_harness import pin_host_and_device
+
+        pin_host_and_device()
     records = {}
     for name in opts.cases.split(","):
         began = time.perf_counter()

@@ -11,6 +11,17 @@
   (ExecuteTime, X) overlaps the reads first (a read waits for the graph it needs), then the blocked
   time (a thread off the CPUs while the device computes mostly waits for it: a sync's barrier), then
   tracing; what does not overlap is idle. Shares are of the idle time so modelled.
+- **A read's cost, where an A/B arm exists** (``Case.without_reads``: the same workload, its reads
+  taken out and the rest kept; the capture record's ``ab`` blocks): the metrics see a read's transfer, not
+  the overlap it takes away (the host tracing the next step while the device waits, where without
+  the read the device would still be running the last one). What removing the reads saves is the
+  truth there: the median over neighbouring pairs of blocks (each the window's steps again) of the
+  device's idle time (wall less ExecuteTime) with the reads less without, over the median idle
+  time of the blocks with reads, is the reads' share of idle (``ab_read_share``: a share, as the
+  blocks run after the window, their idle time not the window's); the model's other causes give
+  up (or take back) the difference, tracing first (the lost overlap is time the host spent
+  tracing), then blocked. A measurement has its error: ``Truth.uncertainty_points`` is the half
+  width of the share's 95% bootstrap interval over the pairs, in points (0 without an arm).
 - **Reads and compiles by line**: ``LineTracer``'s counts per triggering line (the innermost line of
   the user's or a library's file executing when the counter moved), from the same steps run apart.
 ``score(analysis, truth)`` -> ``Score``: per cause the analysis' share of the idle time inside the
@@ -24,6 +35,10 @@ import linecache
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
+
 CAUSES = ("compile", "transfer_from_device", "host_tracing", "host_blocked")
 
 
@@ -34,6 +49,7 @@ class Truth:
     compiles: Counter
     fallbacks: Counter
     steps: list[dict] = field(default_factory=list)
+    uncertainty_points: float = 0.0  # the A/B read share's 95% interval half width, in points of idle
 
     @property
     def idle_share(self) -> dict[str, float]:
@@ -54,13 +70,46 @@ class Truth:
         busy_in_tracing = min(busy - busy_in_reads - busy_in_blocked, tracing)
         idle = {"compile": compile_us, "transfer_from_device": read_us - busy_in_reads,
                 "host_tracing": tracing - busy_in_tracing, "host_blocked": blocked - busy_in_blocked}
-        return Truth(idle, Counter(lines["reads"]), Counter(lines["compiles"]), Counter(lines["fallbacks"]), steps)
+        uncertainty = 0.0
+        if ab := capture.get("ab"):
+            share, uncertainty = ab_read_share(ab)
+            _take_read_idle(idle, share * sum(idle.values()))
+        return Truth(idle, Counter(lines["reads"]), Counter(lines["compiles"]), Counter(lines["fallbacks"]), steps,
+                     100 * uncertainty)
 
     @property
     def window_ns(self) -> tuple[int, int]:
         """The steps' span on the profiler's clock (ns since the Unix epoch)."""
         first, last = self.steps[0], self.steps[-1]
         return int(first["start"] * 1e9), int(last["start"] * 1e9 + last["wall_us"] * 1e3)
+
+
+AB_RESAMPLES = 2000
+
+
+def ab_read_share(ab: dict) -> tuple[float, float]:
+    """The share of the device's idle time that taking the reads out saves (see the module's model),
+    and the half width of its 95% bootstrap interval over the pairs of blocks."""
+    def idle(block: dict) -> float:
+        return block["wall_us"] - block["metrics"].get("execute_us", 0.0)
+    pairs = np.array([(idle(with_reads), idle(without)) for with_reads, without in zip(ab[READS_ARM], ab[NO_READS_ARM])])
+
+    def share(rows: np.ndarray) -> np.ndarray:  # rows: (..., pairs, 2)
+        saving = np.median(rows[..., 0] - rows[..., 1], axis=-1)
+        return np.clip(saving / np.median(rows[..., 0], axis=-1), 0.0, 1.0)
+    picks = np.random.default_rng(0).integers(0, len(pairs), (AB_RESAMPLES, len(pairs)))
+    low, high = np.percentile(share(pairs[picks]), [2.5, 97.5])
+    return float(share(pairs)), float(high - low) / 2
+
+
+def _take_read_idle(idle: dict[str, float], read_us: float) -> None:
+    """Makes reads ``read_us`` of the idle time, the difference given up by tracing, then blocked."""
+    excess = read_us - idle["transfer_from_device"]
+    idle["transfer_from_device"] += excess
+    for cause in ("host_tracing", "host_blocked"):
+        moved = min(excess, idle[cause])  # a negative excess goes back to tracing whole
+        idle[cause] -= moved
+        excess -= moved
 
 
 @dataclass

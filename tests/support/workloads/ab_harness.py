@@ -1,8 +1,8 @@
 """The A/B truth harness of a read's cost: both arms in one process, host and device on separate cores.
 
 Contract: ``add_options(parser)`` adds to a workload's parser:
-- ``--pin-cores``: ``pin_if_asked(args)`` then (on a machine with at least two usable cores) starts
-  the daemon thread ``pin-cores``, which every ``REPIN_S`` gives each thread of the process, by its
+- ``--pin-cores``: ``pin_if_asked(args)`` then calls ``pin_host_and_device()``, which (on a machine
+  with at least two usable cores) starts the daemon thread ``pin-cores``, which every ``REPIN_S`` gives each thread of the process, by its
   native id, one core: the process's Python threads (the main thread, the stack sampler's emitters,
   ``threading`` threads: the host) the first usable core, every other thread (the native pools of
   torch_xla and the XLA CPU client, which run the device's programs and transfers, created lazily
@@ -60,8 +60,13 @@ def sampling_run(args: argparse.Namespace, number: int):
 
 
 def pin_if_asked(args: argparse.Namespace) -> None:
+    if args.pin_cores:
+        pin_host_and_device()
+
+
+def pin_host_and_device() -> None:
     cores = sorted(os.sched_getaffinity(0))
-    if args.pin_cores and len(cores) >= 2:
+    if len(cores) >= 2:
         threading.Thread(target=_keep_pinned, args=(cores[0], cores[1]), daemon=True, name="pin-cores").start()
 
 

@@ -1,0 +1,45 @@
+"""The truth model's A/B read share (tests/support/truth/table.py): what taking the reads out saves
+replaces the metric model's read time, the difference moved to or from tracing first, then blocked."""
+from __future__ import annotations
+
+import pytest
+
+from tests.support.truth.table import Truth, ab_read_share
+from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
+
+
+def _block(wall_us: float, execute_us: float) -> dict:
+    return {"wall_us": wall_us, "metrics": {"execute_us": execute_us}}
+
+
+def _capture(ab: dict | None = None) -> dict:
+    # One step: 1,000 us of wall, 600 of them the main thread on a CPU, 100 a read's transfer, no device work.
+    step = {"start": 0.0, "wall_us": 1000.0, "cpu_us": 600.0, "runnable_us": 0.0, "runtime_cpu_us": 0.0,
+            "metrics": {"read_us": 100.0}}
+    return {"steps": [step], **({"ab": ab} if ab else {})}
+
+
+LINES = {"reads": {}, "compiles": {}, "fallbacks": {}}
+
+
+def test_the_ab_saving_over_the_idle_with_reads_is_the_read_share():
+    ab = {READS_ARM: [_block(1100, 100), _block(1000, 100), _block(1200, 100)],
+          NO_READS_ARM: [_block(700, 100), _block(800, 100), _block(800, 100)]}
+    # idle with reads 1000, 900, 1100 (median 1000); without 600, 700, 700; savings 400, 200, 400
+    share, half_width = ab_read_share(ab)
+    assert share == pytest.approx(0.4)
+    assert 0 < half_width < 0.4  # three pairs that disagree: an interval, not a point
+
+
+def test_a_larger_ab_read_share_is_taken_from_tracing_first_then_blocked():
+    without_arm = Truth.of(_capture(), LINES).idle_us
+    assert without_arm == {"compile": 0.0, "transfer_from_device": 100.0, "host_tracing": 600.0, "host_blocked": 300.0}
+    saving_80_of_100 = {READS_ARM: [_block(100, 0)], NO_READS_ARM: [_block(20, 0)]}
+    idle = Truth.of(_capture(saving_80_of_100), LINES).idle_us
+    assert idle == {"compile": 0.0, "transfer_from_device": 800.0, "host_tracing": 0.0, "host_blocked": 200.0}
+
+
+def test_a_smaller_ab_read_share_gives_the_difference_back_to_tracing():
+    saving_nothing = {READS_ARM: [_block(100, 0)], NO_READS_ARM: [_block(120, 0)]}
+    idle = Truth.of(_capture(saving_nothing), LINES).idle_us
+    assert idle == {"compile": 0.0, "transfer_from_device": 0.0, "host_tracing": 700.0, "host_blocked": 300.0}
