@@ -9,7 +9,7 @@ otherwise, prints the URL to open (of ``start_page``, a path below the root) onc
 Dash's, Flask's or Werkzeug's start-up banners, and prints a warning on stderr when the address is
 reachable from other machines (the dashboard has no authentication). A missing
 ``dash`` raises ``MissingExtraError`` naming the install command; an address it cannot listen on
-(``check_port``), a bad Dask scheduler address or connect timeout (``xlaprof.pods``) raise
+(``check_port``), a bad Dask scheduler address or connect timeout (``xlaprof.dask_tasks``) raise
 ``XlaprofError`` before anything else happens. ``allow_remote_capture``: the capture form may name
 any host (by default only this machine's workers: ``views.capture_job``).
 """
@@ -22,7 +22,7 @@ import sys
 import threading
 
 from xlaprof.errors import MissingExtraError, XlaprofError
-from xlaprof.pods import connect_timeout_s, scheduler_address
+from xlaprof.dask_tasks import connect_timeout_s, scheduler_address
 
 
 def is_loopback(host: str) -> bool:

@@ -10,7 +10,7 @@ three packages (lazy ones inside functions included) is checked against an allow
                                            the stages before it, and no module outside a stage
     xlaprof.report                      -> errors, units, xspace, hlo, session, analysis
     xlaprof.export                      -> errors, units, xspace, hlo, session, analysis (beside report)
-    xlaprof.pods                        -> progress (runs tasks on Dask; knows no analysis)
+    xlaprof.dask_tasks                  -> progress (runs tasks on Dask; knows no analysis)
     xlaprof.cli_options                 -> errors, session, collectors.capture (its duration bound)
     collectors                          -> xlaprof._version, errors, progress, units, xspace, session
     dashboard                           -> any of xlaprof but the CLI; never collectors
@@ -50,10 +50,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The demo workload plays the user: it instruments itself through the public facade.
     "collectors.demo_worker": CORE + ("=xlaprof",),
     "xlaprof.export": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
-    "xlaprof.pods": CORE,
+    "xlaprof.dask_tasks": CORE,
     "xlaprof.cli_options": CORE + ("xlaprof.session", "=collectors.capture"),
     "dashboard": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis",
-                         "xlaprof.report", "xlaprof.pods"),
+                         "xlaprof.report", "xlaprof.dask_tasks"),
     # Entry points: the public facade and the command line.
     "xlaprof": PACKAGES,
     "xlaprof.cli": PACKAGES,
