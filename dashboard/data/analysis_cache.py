@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlaprof.analysis import SessionAnalysis, analyze
-from xlaprof.errors import ClusterError, SessionLoadError, XlaprofError
 from xlaprof.dask_tasks import analysis_tasks, scheduler_address
+from xlaprof.errors import ClusterError, SessionLoadError, XlaprofError
 from xlaprof.session import XPLANE_SUFFIX, Session, storage
 
 log = logging.getLogger("xlaprof")
