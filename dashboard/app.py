@@ -1,10 +1,10 @@
 """Build the Dash app: the page shell, the router, and every page's callbacks.
 
 Contract: ``create_app(logdir, state=None)`` returns a ``dash.Dash`` serving
-- ``/``: the sessions of the logdir (``pages_sessions``) and the capture form (``page_capture``),
-- ``/session/<run>``: one session (``pages_session``); ``?from_ms=&to_ms=`` opens the timeline
+- ``/``: the sessions of the logdir (``pages.session_list``) and the capture form (``sections.capture``),
+- ``/session/<run>``: one session (``pages.session``); ``?from_ms=&to_ms=`` opens the timeline
   on that range,
-- ``/compare``: two sessions side by side (``pages_compare``); ``?before=RUN&after=RUN`` picks them,
+- ``/compare``: two sessions side by side (``pages.compare``); ``?before=RUN&after=RUN`` picks them,
 - anything else: a not-found message.
 The first page comes drawn in the layout (``/_dash-layout``, for the URL its request's Referer
 names), so the browser shows it without a callback after the page loads; a click on a link draws
@@ -25,16 +25,14 @@ from dash.exceptions import DependencyException
 from flask import has_request_context, request
 
 from dashboard import components as ui
-from dashboard import (
-    page_capture,
-    page_graphs,
-    pages_compare,
-    pages_session,
-    pages_sessions,
-    request_guard,
-)
+from dashboard import request_guard
+from dashboard.data.logdir_guard import printable
+from dashboard.pages import compare as compare_page
+from dashboard.pages import session as session_page
+from dashboard.pages import session_list as session_list_page
+from dashboard.sections import capture as capture_section
+from dashboard.sections import graphs as graphs_section
 from dashboard.state import AppState
-from dashboard.views.logdir_guard import printable
 
 log = logging.getLogger("xlaprof")
 
@@ -53,11 +51,11 @@ def create_app(logdir: str, state: AppState | None = None) -> Dash:
 
     # A request for a script of a library Dash does not know is a bad URL, not a server error.
     app.server.register_error_handler(DependencyException, lambda _exc: ("Not found", 404))
-    pages_sessions.register(app, state)
-    page_capture.register(app, state)
-    pages_session.register(app, state)
-    page_graphs.register(app, state)
-    pages_compare.register(app, state)
+    session_list_page.register(app, state)
+    capture_section.register(app, state)
+    session_page.register(app, state)
+    graphs_section.register(app, state)
+    compare_page.register(app, state)
     request_guard.install(app)
     return app
 
@@ -89,13 +87,13 @@ def page_for(state: AppState, pathname: object, search: object) -> html.Div:
     path = pathname if isinstance(pathname, str) else "/"
     try:
         if path in ("", "/"):
-            return pages_sessions.layout(state)
+            return session_list_page.layout(state)
         if path.rstrip("/") == ui.COMPARE_PATH:
-            return pages_compare.layout(state, search if isinstance(search, str) else "")
+            return compare_page.layout(state, search if isinstance(search, str) else "")
         if path.startswith(ui.SESSION_PREFIX):
             # The run's name, percent-decoded once as its link encoded it (session_href): "run with space".
-            return pages_session.layout(state, unquote(path[len(ui.SESSION_PREFIX):].rstrip("/")),
-                                        search if isinstance(search, str) else "")
+            return session_page.layout(state, unquote(path[len(ui.SESSION_PREFIX):].rstrip("/")),
+                                       search if isinstance(search, str) else "")
     except Exception as exc:  # a bug drawing one page must not take the app down
         log.exception("drawing %s failed", printable(path))
         return ui.message("session-error", "This page could not be drawn",

@@ -9,9 +9,9 @@ otherwise, prints the URL to open (of ``start_page``, a path below the root) onc
 Dash's, Flask's or Werkzeug's start-up banners, and prints a warning on stderr when the address is
 reachable from other machines (the dashboard has no authentication). A missing
 ``dash`` raises ``MissingExtraError`` naming the install command; an address it cannot listen on
-(``check_port``), a bad Dask scheduler address or connect timeout (``xlaprof.pods``) raise
+(``check_port``), a bad Dask scheduler address or connect timeout (``xlaprof.dask_tasks``) raise
 ``XlaprofError`` before anything else happens. ``allow_remote_capture``: the capture form may name
-any host (by default only this machine's workers: ``views.capture_job``).
+any host (by default only this machine's workers: ``data.capture_job``).
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ import socket
 import sys
 import threading
 
+from xlaprof.dask_tasks import connect_timeout_s, scheduler_address
 from xlaprof.errors import MissingExtraError, XlaprofError
-from xlaprof.pods import connect_timeout_s, scheduler_address
 
 
 def is_loopback(host: str) -> bool:
@@ -50,8 +50,8 @@ def serve(logdir: str, *, host: str = "127.0.0.1", port: int = 8050, start_page:
           scheduler: str | None = None, allow_remote_capture: bool = False) -> None:
     try:
         from dashboard.app import create_app
+        from dashboard.data.analysis_cache import AnalysisCache
         from dashboard.state import AppState
-        from dashboard.views.analysis_cache import AnalysisCache
     except ImportError as exc:
         raise MissingExtraError("The dashboard", exc.name or "dash", "dashboard") from None
     check_port(host, port)

@@ -9,19 +9,19 @@ computed once per cached analysis. ``listing()`` lists the logdir's sessions wit
 from the logdir's persisted ``SessionIndex`` (a restart re-analyses no unchanged session; what
 is computed goes through the analysis cache); ``compare(before, after)`` the compare page's view
 of two sessions, computed once per pair of cached analyses. ``captures`` runs the captures started
-from the capture form, within ``allow_remote_capture``'s address rule (``views.capture_job``).
+from the capture form, within ``allow_remote_capture``'s address rule (``data.capture_job``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from dashboard import figures
-from dashboard.views.analysis_cache import AnalysisCache, CachedAnalysis
-from dashboard.views.capture_job import CaptureJobs
+from dashboard.data.analysis_cache import AnalysisCache, CachedAnalysis
+from dashboard.data.capture_job import CaptureJobs
+from dashboard.data.logdir_guard import listed_sessions, resolve_run
 from dashboard.views.compare import CompareView, compare_view
 from dashboard.views.flame import Flame, idle_flame
 from dashboard.views.gap_table import GapColumns, gap_columns
-from dashboard.views.logdir_guard import listed_sessions, resolve_run
 from dashboard.views.overview import Overview, overview, verdict
 from dashboard.views.timeline import SessionTimeline, ViewConfig, session_timeline
 from xlaprof.analysis.compare.session_diff import diff_sessions

@@ -30,7 +30,7 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 DEFAULT_LOGDIR = "xlaprof-logs"
 # The environment variables the read limits travel in (xlaprof.session.model, xlaprof.session.storage).
 CAPTURE_SIZE_ENV, REMOTE_TIMEOUT_ENV = "XLAPROF_MAX_CAPTURE_SIZE", "XLAPROF_REMOTE_TIMEOUT"
-DASK_TIMEOUT_ENV = "XLAPROF_DASK_TIMEOUT"  # the Dask scheduler's connect timeout (xlaprof.pods checks it)
+DASK_TIMEOUT_ENV = "XLAPROF_DASK_TIMEOUT"  # the Dask scheduler's connect timeout (xlaprof.dask_tasks checks it)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -234,7 +234,7 @@ def _scheduler_timeout(parser: argparse.ArgumentParser) -> None:
 def _analysed(path: str, args, config=None):
     """The analysis of the session at ``path``, its workers analysed where ``args`` say."""
     from xlaprof.analysis import analyze
-    from xlaprof.pods import analysis_tasks
+    from xlaprof.dask_tasks import analysis_tasks
     from xlaprof.session import newest_readable
 
     def analysed(session):

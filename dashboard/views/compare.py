@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dashboard.data.query import query_values
 from dashboard.views.axis import AXIS_UNIT_US
-from dashboard.views.query import query_values
 from xlaprof.analysis.compare.session_diff import SessionDiff
 from xlaprof.report.diff_report import diff_json
 from xlaprof.units import format_duration, format_duration_change, format_interval, format_percent_change

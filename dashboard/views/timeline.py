@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dashboard.data.query import query_values
 from dashboard.views.axis import AXIS_UNIT_US, first_gap_ids, worker_offsets
-from dashboard.views.query import query_values
 from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
 from xlaprof.analysis.common import intervals
 from xlaprof.analysis.host.host_activity import EventSet

@@ -3,7 +3,6 @@ dashboard, in headless Chromium: a click on each link of the sessions page, and 
 again (a reload), draw that session's page; a run linked outside the logdir is not listed."""
 from __future__ import annotations
 
-import os
 import urllib.parse
 
 import pytest
@@ -13,7 +12,7 @@ from tests.support.dashboard_harness import (
     severe_console_errors,
     wait_for,
 )
-from tests.support.synthetic import training_capture, write_session
+from tests.support.run_names import odd_names_logdir
 
 NAMES = ["run with space", "ünï", "semi;colon", "50% off"]
 
@@ -21,13 +20,7 @@ NAMES = ["run with space", "ünï", "semi;colon", "50% off"]
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("names_browser")
-    logdir = str(root / "logdir")
-    for i, name in enumerate(NAMES):
-        write_session(logdir, name, {"localhost_9012": training_capture(steps=4 + i, devices=1, seed=i)})
-    write_session(str(root / "outside"), "elsewhere", {"localhost_9012": training_capture(steps=3, devices=1)})
-    os.symlink(root / "outside" / "plugins" / "profile" / "elsewhere",
-               os.path.join(logdir, "plugins", "profile", "linked_out"))
-    with DashboardServer(logdir, root) as server:
+    with DashboardServer(odd_names_logdir(root, NAMES), root) as server:
         yield server
 
 

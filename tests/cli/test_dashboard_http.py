@@ -3,7 +3,9 @@ with 413, one line each, and its log holds no traceback; a well-formed callback 
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
+from collections.abc import Iterable
 
 import pytest
 
@@ -23,21 +25,29 @@ def server(tmp_path_factory):
         yield running
 
 
-def _post(server, body: bytes, length: int | None = None) -> tuple[int, str]:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+def _send(server, header: tuple[str, str], pieces: Iterable[bytes], timeout: float) -> tuple[int, str]:
+    """POST ``pieces`` to the callback URL with the one body ``header`` given (its length or its
+    encoding); the status and text of the answer, which may come before the body is all sent."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
     try:
         conn.putrequest("POST", "/_dash-update-component")
         conn.putheader("Content-Type", "application/json")
-        conn.putheader("Content-Length", str(len(body) if length is None else length))
+        conn.putheader(*header)
         conn.endheaders()
         try:
-            conn.send(body)
+            for piece in pieces:
+                conn.send(piece)
         except (BrokenPipeError, ConnectionResetError):  # the server answered before reading it all
             pass
         response = conn.getresponse()
         return response.status, response.read().decode()
     finally:
         conn.close()
+
+
+def _post(server, body: bytes, length: int | None = None) -> tuple[int, str]:
+    """POST ``body`` with a Content-Length of ``length`` (default: its own)."""
+    return _send(server, ("Content-Length", str(len(body) if length is None else length)), [body], timeout=30)
 
 
 MALFORMED = {
@@ -74,24 +84,10 @@ def test_a_body_over_the_limit_gets_413_without_being_read(server):
     assert "Traceback" not in server.output()
 
 
-def _post_chunked(server, chunks) -> tuple[int, str]:
+def _post_chunked(server, chunks: Iterable[bytes]) -> tuple[int, str]:
     """POST with ``Transfer-Encoding: chunked`` (no Content-Length), as a streaming client sends."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-    try:
-        conn.putrequest("POST", "/_dash-update-component")
-        conn.putheader("Content-Type", "application/json")
-        conn.putheader("Transfer-Encoding", "chunked")
-        conn.endheaders()
-        try:
-            for chunk in chunks:
-                conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            conn.send(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError):  # the server answered before reading it all
-            pass
-        response = conn.getresponse()
-        return response.status, response.read().decode()
-    finally:
-        conn.close()
+    framed = (b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks)
+    return _send(server, ("Transfer-Encoding", "chunked"), itertools.chain(framed, [b"0\r\n\r\n"]), timeout=60)
 
 
 def test_a_chunked_body_over_the_limit_gets_413_too(server):

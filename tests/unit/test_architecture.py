@@ -10,14 +10,19 @@ three packages (lazy ones inside functions included) is checked against an allow
                                            the stages before it, and no module outside a stage
     xlaprof.report                      -> errors, units, xspace, hlo, session, analysis
     xlaprof.export                      -> errors, units, xspace, hlo, session, analysis (beside report)
-    xlaprof.pods                        -> progress (runs tasks on Dask; knows no analysis)
+    xlaprof.dask_tasks                  -> progress (runs tasks on Dask; knows no analysis)
     xlaprof.cli_options                 -> errors, session, collectors.capture (its duration bound)
     collectors                          -> xlaprof._version, errors, progress, units, xspace, session
-    dashboard                           -> any of xlaprof but the CLI; never collectors
+    dashboard                           -> any of xlaprof but the CLI; never collectors; inside it:
+      dashboard.data                    -> no other part of the dashboard (how it reaches sessions)
+      dashboard.views                   -> dashboard.data (view-models: figures' data, tables' rows)
+      dashboard.sections                -> data, views, the shared modules (components, figures,
+                                           grid, state); never a page
+      dashboard.pages                   -> the same and sections
     xlaprof (facade), xlaprof.cli       entry points: reach every package, lazily
 
 Third-party: torch/torch_xla/xprof only in collectors; dash/plotly only in dashboard, and not
-in dashboard.views (the view-models stay testable without Dash).
+in dashboard.views nor dashboard.data (they stay testable without Dash).
 """
 from __future__ import annotations
 
@@ -31,6 +36,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("xlaprof", "collectors", "dashboard")
 CORE = ("xlaprof.errors", "xlaprof.units", "xlaprof.progress", "xlaprof.framework_files")
+# What of xlaprof the dashboard may use, and what its sections and pages share.
+DASHBOARD_CORE = CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis",
+                         "xlaprof.report", "xlaprof.dask_tasks")
+DASHBOARD_SHARED = ("dashboard.data", "dashboard.views", "=dashboard.components", "=dashboard.figures",
+                    "=dashboard.grid", "=dashboard.state")
 
 # The project modules each package may import: by prefix, or exactly where written "=name".
 # A package may always import itself.
@@ -50,10 +60,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The demo workload plays the user: it instruments itself through the public facade.
     "collectors.demo_worker": CORE + ("=xlaprof",),
     "xlaprof.export": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
-    "xlaprof.pods": CORE,
+    "xlaprof.dask_tasks": CORE,
     "xlaprof.cli_options": CORE + ("xlaprof.session", "=collectors.capture"),
-    "dashboard": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis",
-                         "xlaprof.report", "xlaprof.pods"),
+    "dashboard": DASHBOARD_CORE,
+    # Inside the dashboard, by role: data <- views <- sections <- pages (a layer never imports one after it).
+    "dashboard.data": DASHBOARD_CORE,
+    "dashboard.views": DASHBOARD_CORE + ("dashboard.data",),
+    "dashboard.sections": DASHBOARD_CORE + DASHBOARD_SHARED,
+    "dashboard.pages": DASHBOARD_CORE + DASHBOARD_SHARED + ("dashboard.sections",),
     # Entry points: the public facade and the command line.
     "xlaprof": PACKAGES,
     "xlaprof.cli": PACKAGES,
@@ -69,7 +83,7 @@ ENTRY_POINTS = ("xlaprof", "xlaprof.cli", "xlaprof.__main__")  # rules that cove
 # Third-party packages that only one of ours may import.
 OWNED_BY = {"torch": "collectors", "torch_xla": "collectors", "xprof": "collectors",
             "dash": "dashboard", "plotly": "dashboard", "dash_ag_grid": "dashboard"}
-NO_DASH_IN = "dashboard.views"
+NO_DASH_IN = ("dashboard.views", "dashboard.data")
 
 
 def module_name(path: Path) -> str:
@@ -119,9 +133,10 @@ def violations(module: str, source: str, is_package: bool = False) -> list[str]:
     rule = _rule_for(module)
     if rule is None:
         return [f"{module}: no import rule covers this module (add it to ALLOWED)"]
-    # A module may import its own package: a top-level one whole, a core subpackage itself.
+    # A module may import its own package: a top-level one whole, a subpackage of the core or of
+    # the dashboard itself.
     top_level = module.split(".")[0]
-    own = module if rule in ENTRY_POINTS else rule if top_level == "xlaprof" else top_level
+    own = module if rule in ENTRY_POINTS else rule if top_level in ("xlaprof", "dashboard") else top_level
     bad = []
     for line, name in imports_of(source, module, is_package):
         top = name.split(".")[0]
@@ -130,8 +145,8 @@ def violations(module: str, source: str, is_package: bool = False) -> list[str]:
                 bad.append(f"{module}:{line} imports {name}")
         elif top in OWNED_BY and not _is(module, OWNED_BY[top]):
             bad.append(f"{module}:{line} imports {name} (only {OWNED_BY[top]} may)")
-        elif top in ("dash", "plotly", "dash_ag_grid") and _is(module, NO_DASH_IN):
-            bad.append(f"{module}:{line} imports {name} (the view-models stay free of Dash)")
+        elif top in ("dash", "plotly", "dash_ag_grid") and any(_is(module, p) for p in NO_DASH_IN):
+            bad.append(f"{module}:{line} imports {name} (the view-models and data stay free of Dash)")
     return bad
 
 
@@ -160,8 +175,16 @@ def test_every_import_points_the_way_the_architecture_says():
     # The version comes from its own leaf module, not through the facade (no import circle).
     ("collectors.session_writer", "from xlaprof import __version__"),
     ("xlaprof.newmodule", "import os"),
-    ("dashboard.pages_session", "from collectors.capture import capture_session"),
+    ("dashboard.pages.session", "from collectors.capture import capture_session"),
     ("dashboard.views.timeline", "import plotly.graph_objects as go"),
+    ("dashboard.data.analysis_cache", "import dash"),
+    # The dashboard's layers: data <- views <- sections <- pages, never the other way.
+    ("dashboard.data.query", "from dashboard.views.axis import AXIS_UNIT_US"),
+    ("dashboard.data.logdir_guard", "from dashboard.state import AppState"),
+    ("dashboard.views.timeline", "from dashboard.sections.pod import SHOWN_WORKERS"),
+    ("dashboard.views.pod", "from dashboard.figures import pod_heatmap"),
+    ("dashboard.sections.pod", "def f():\n    from dashboard.pages import session\n"),
+    ("dashboard.sections.graphs", "from dashboard import app"),
     ("xlaprof.report.text", "import torch_xla"),
     ("xlaprof.session.model", "from xprof.convert import _pywrap_profiler_plugin"),
     ("xlaprof.analysis.idle.steps", "import dash"),
@@ -181,6 +204,9 @@ def test_a_violating_import_is_caught(module, source):
 @pytest.mark.parametrize("module,source", [
     ("collectors.capture", "from xlaprof.session import storage\nfrom xlaprof._version import __version__"),
     ("dashboard.figures", "import plotly.graph_objects as go\nfrom xlaprof.analysis.idle import attribution"),
+    ("dashboard.views.timeline", "from dashboard.data.query import query_values"),
+    ("dashboard.sections.stacks", "from dashboard.sections.pod import SHOWN_WORKERS\nfrom dashboard.state import AppState"),
+    ("dashboard.pages.session", "from dashboard.sections import pod\nfrom dashboard.views.axis import AXIS_UNIT_US"),
     ("xlaprof.cli", "def f():\n    from collectors.demo import capture_demo\n    from dashboard.server import serve\n"),
     ("xlaprof.analysis.idle.steps", "from xlaprof.analysis.idle.attribution import CAUSES\nimport numpy as np"),
     ("xlaprof.analysis.findings.findings", "from xlaprof.analysis.compiles.compiles import CompileSummary"),
@@ -219,3 +245,21 @@ def _module_graph(prefix: str) -> dict[str, set[str]]:
 
 def test_the_analysis_imports_have_no_circle():
     graphlib.TopologicalSorter(_module_graph("xlaprof.analysis")).prepare()  # CycleError on a circle
+
+
+# The dashboard's packages by role, and the functions each module of a role has.
+DASHBOARD_ROLES = {"data": (), "views": (), "sections": ("section", "register"), "pages": ("layout", "register")}
+
+
+def test_the_dashboard_is_laid_out_by_role():
+    """Pages (one per URL) and the sections they are made of are packages of their own, beside the
+    view-models and the data access, each with the docstring saying what it holds: a page has
+    ``layout`` and ``register``, a section ``section`` and ``register``."""
+    root = REPO / "dashboard"
+    for role, functions in DASHBOARD_ROLES.items():
+        assert ast.get_docstring(ast.parse((root / role / "__init__.py").read_text())), role
+        for path in (root / role).glob("*.py"):
+            if path.name == "__init__.py":
+                continue
+            defined = {node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.FunctionDef)}
+            assert set(functions) <= defined, path

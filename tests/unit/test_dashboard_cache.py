@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from dashboard.views.analysis_cache import AnalysisCache
+from dashboard.data.analysis_cache import AnalysisCache
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.errors import SessionLoadError
 from xlaprof.session import storage

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from collectors.server import free_port
-from dashboard.views.capture_job import CaptureJobs, capture_request
+from dashboard.data.capture_job import CaptureJobs, capture_request
 from xlaprof.errors import XlaprofError
 
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from dashboard.views.logdir_guard import (
+from dashboard.data.logdir_guard import (
     is_plausible_run_name,
     listed_sessions,
     resolve_run,

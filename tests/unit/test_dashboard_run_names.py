@@ -4,7 +4,6 @@ path leaves the logdir is neither listed (nor read for its figures) nor opened."
 from __future__ import annotations
 
 import json
-import os
 import urllib.parse
 
 import pytest
@@ -13,21 +12,14 @@ from dashboard.app import create_app
 from dashboard.components import session_href
 from dashboard.state import AppState
 from tests.support.dash_requests import callback_body
-from tests.support.synthetic import training_capture, write_session
+from tests.support.run_names import LINKED_OUT, odd_names_logdir
 
 NAMES = ["run with space", "ünï", "semi;colon", "50%", "a%20b", "quote'd \"x\"", "tab\there", "emoji-🙂"]
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("names")
-    logdir = str(root / "logdir")
-    for i, name in enumerate(NAMES):
-        write_session(logdir, name, {"localhost_9012": training_capture(steps=3 + i, devices=1, seed=i)})
-    outside = str(root / "outside")
-    write_session(outside, "elsewhere", {"localhost_9012": training_capture(steps=30, devices=1)})
-    os.symlink(os.path.join(outside, "plugins", "profile", "elsewhere"),
-               os.path.join(logdir, "plugins", "profile", "linked_out"))
+    logdir = odd_names_logdir(tmp_path_factory.mktemp("names"), NAMES)
     state = AppState(logdir)
     return create_app(logdir, state).server.test_client(), state
 
@@ -73,6 +65,6 @@ def test_a_run_leading_outside_is_not_listed_read_or_opened(setup, caplog):
         listed = [row.session.run for row in fresh.listing()]
     assert sorted(listed) == sorted(NAMES)
     reads = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reading session")]
-    assert len(reads) == len(NAMES) and not any("linked_out" in m or "elsewhere" in m for m in reads)
-    text = route(client, "/session/linked_out")
+    assert len(reads) == len(NAMES) and not any(LINKED_OUT in m or "elsewhere" in m for m in reads)
+    text = route(client, f"/session/{LINKED_OUT}")
     assert "not-found" in text and "session-title" not in text

@@ -262,7 +262,7 @@ def analyze(session: Session | str | os.PathLike, config: AnalysisConfig | None 
     ``.xplane.pb`` file), or a ``Session`` from ``Session.load(path)`` (or ``Session.open(path)``:
     its captures are read here). ``config`` tunes the report (``AnalysisConfig``). ``run_tasks(fn,
     tasks)``, when given, runs ``summarize_worker_task`` over the workers' ``WorkerTask``s elsewhere
-    (a Dask cluster: ``xlaprof.pods``) and returns the ``WorkerOutcome``s in order; the captures are
+    (a Dask cluster: ``xlaprof.dask_tasks``) and returns the ``WorkerOutcome``s in order; the captures are
     then never read in this process. Returns a ``SessionAnalysis``, whose tables (``gaps``,
     ``findings``, ``idle_by_line``, ``steps``, ``graphs``, ``ops``, ``compiles``) each convert with
     ``.to_pandas()``.

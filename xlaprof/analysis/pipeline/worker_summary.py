@@ -7,7 +7,7 @@ profile (``device_profile.worker_graphs``) and of the recompile explanations
 (``recompiles.worker_recompiles``), and its ``top_gaps`` largest gap pieces as ``GapRow``s (all of
 them with ``top_gaps=None``; ties at the cutoff kept, so the session's largest pieces are always
 among the workers' rows). A session's analysis is merged from these alone, whether the workers
-were analysed here or as tasks on a Dask cluster (``xlaprof.pods``), so the two give the same
+were analysed here or as tasks on a Dask cluster (``xlaprof.dask_tasks``), so the two give the same
 result. Its size grows with the worker's steps, gaps listed and distinct lines, not its events.
 """
 from __future__ import annotations

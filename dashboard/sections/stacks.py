@@ -9,7 +9,7 @@ without stacks shows the analysis' note (``flame-empty``) instead of an empty ch
 selects nothing and draws the icicle as it opened;
 a selection sets the gaps grid's filter on its hidden stack column (other columns' filters stay)
 and redraws the timeline with only the selected frame's gap markers (``redraw(run, frame, workers)``,
-from the session page; ``workers``: the pod's workers the timeline shows, ``page_pod.SHOWN_WORKERS``).
+from the session page; ``workers``: the pod's workers the timeline shows, ``sections.pod.SHOWN_WORKERS``).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dash.exceptions import PreventUpdate
 
 from dashboard.figures import CAUSE_COLORS
 from dashboard.grid import Column, ColumnKind, table_grid
-from dashboard.page_pod import SHOWN_WORKERS
+from dashboard.sections.pod import SHOWN_WORKERS
 from dashboard.state import AppState
 from dashboard.views.flame import Flame, clicked_frame, frame_filter, frame_label
 from dashboard.views.stacks import idle_line_rows

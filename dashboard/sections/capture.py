@@ -3,7 +3,7 @@
 Contract: ``section(state)`` is the form (id ``capture-section``): hosts (``capture-hosts``:
 ``localhost``, or ``host:port`` items), the default port (``capture-port``), the duration in
 seconds (``capture-duration``) and a run name (``capture-name``), the button ``capture-start`` and
-the status line ``capture-status``. It states the address rule (``views.capture_job``: this
+the status line ``capture-status``. It states the address rule (``data.capture_job``: this
 machine's workers only, unless the server was started with ``--allow-remote-capture``).
 ``register(app, state)``: the button checks the form and starts the capture in the server
 (``AppState.captures``, the same capture as ``xlaprof capture``); a bad field, a refused host or a
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from dashboard.components import session_href
+from dashboard.data.capture_job import MAX_DURATION_S, capture_request
 from dashboard.state import AppState
-from dashboard.views.capture_job import MAX_DURATION_S, capture_request
 from xlaprof.errors import XlaprofError
 
 POLL_MS = 500  # how often the page asks how far the capture is

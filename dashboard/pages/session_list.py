@@ -1,6 +1,6 @@
 """The sessions page: every session of the logdir, refreshed so new captures appear without a restart.
 
-Contract: ``layout(state)`` is the page: the capture form (``page_capture``), then with two sessions or more, the trend of idle share and
+Contract: ``layout(state)`` is the page: the capture form (``sections.capture``), then with two sessions or more, the trend of idle share and
 median step time across them (``views.trend``, id ``trend-chart``) and a link to the compare
 page (``compare-link``); then the sessions table. ``register(app, state)`` adds its callback,
 which lists the logdir again every ``REFRESH_S`` seconds (a listing reads directory entries,
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dash import Dash, Input, Output, dcc, html
 
-from dashboard import page_capture
 from dashboard.components import COMPARE_PATH, legend, message, sessions_table
 from dashboard.figures import trend_chart, trend_items
+from dashboard.sections import capture as capture_section
 from dashboard.state import AppState
 from dashboard.views.overview import session_row
 from dashboard.views.trend import MIN_SESSIONS, trend_series
@@ -48,7 +48,7 @@ def layout(state: AppState) -> html.Div:
         html.H2("Sessions"),
         html.P(["Logdir ", html.Code(state.logdir), f". The list refreshes every {REFRESH_S} s."],
                className="muted"),
-        page_capture.section(state),
+        capture_section.section(state),
         html.Div(_listing(state), id="sessions-listing"),
         dcc.Interval(id="sessions-refresh", interval=REFRESH_S * 1000),
     ], className="section")

@@ -1,12 +1,12 @@
-"""Where a session's workers are analysed (``xlaprof.pods.analysis_tasks``): in this process for
+"""Where a session's workers are analysed (``xlaprof.dask_tasks.analysis_tasks``): in this process for
 one worker, ``--jobs 1`` or captures under ``LOCAL_CLUSTER_MIN_BYTES`` (a local cluster costs more
-than it saves there, measured by bench/bench_pods.py), else on a cluster (started in
-tests/cli/test_pods_dask.py, which checks that path)."""
+than it saves there, measured by bench/bench_dask_tasks.py), else on a cluster (started in
+tests/cli/test_dask_tasks_json.py, which checks that path)."""
 from __future__ import annotations
 
 import os
 
-from xlaprof.pods import LOCAL_CLUSTER_MIN_BYTES, analysis_tasks, local_processes
+from xlaprof.dask_tasks import LOCAL_CLUSTER_MIN_BYTES, analysis_tasks, local_processes
 
 
 def _in_process(**options) -> bool:

@@ -20,7 +20,7 @@ import pytest
 from collectors.server import free_port
 from tests.support.synthetic import training_capture, write_session
 from tests.support.workers import REPO, run_cli
-from xlaprof.pods import NO_WORKER_GRACE_S
+from xlaprof.dask_tasks import NO_WORKER_GRACE_S
 
 WAIT_S = 60  # for processes to start on a loaded 2-core machine
 

@@ -1,6 +1,6 @@
 """Pods: a session of many TPU-shaped workers analysed in this process and on local Dask clusters.
 
-Run on demand (not a test):  .venv/bin/python bench/bench_pods.py [--workers 8,32,64] [--events 400000]
+Run on demand (not a test):  .venv/bin/python bench/bench_dask_tasks.py [--workers 8,32,64] [--events 400000]
 
 For each pod size it writes a session of that many workers (``tests/support/synthetic.py``'s
 TPU-shaped bench capture of ``--events`` events; ``--distinct`` different captures, seeds 0..n-1,
@@ -37,7 +37,7 @@ def _child(path: str, processes: int) -> dict:
     import resource
 
     from xlaprof.analysis import analyze
-    from xlaprof.pods import cluster_tasks
+    from xlaprof.dask_tasks import cluster_tasks
     from xlaprof.report.json_report import write_analysis_json
     from xlaprof.session import Session
 
@@ -59,7 +59,7 @@ def _child(path: str, processes: int) -> dict:
 
 
 def _measure(path: str, processes: int) -> dict:
-    code = f"import sys, json; sys.path.insert(0, {REPO!r}); from bench.bench_pods import _child; " \
+    code = f"import sys, json; sys.path.insert(0, {REPO!r}); from bench.bench_dask_tasks import _child; " \
            f"print(json.dumps(_child({path!r}, {processes})))"
     env = dict(os.environ, PYTHONPATH=REPO)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO, env=env)

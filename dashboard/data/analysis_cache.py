@@ -15,7 +15,7 @@ Contract:
 - ``CachedAnalysis.derived(key, build)`` memoizes data derived from the analysis (timeline lanes,
   table columns) for the entry's lifetime.
 - With a Dask ``scheduler`` (or ``$XLAPROF_DASK_SCHEDULER``) the workers are analysed on that
-  cluster (``xlaprof.pods``); the views that need a worker's events analyse it here when first asked.
+  cluster (``xlaprof.dask_tasks``); the views that need a worker's events analyse it here when first asked.
   A cluster that cannot run the analysis raises its ``ClusterError`` unkept: the next request asks again.
 - ``loads`` counts the sessions read from disk, and each read is logged at INFO ("reading
   session <dir>", shown by ``xlaprof -v dashboard``): the tests and the load benchmark check it.
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlaprof.analysis import SessionAnalysis, analyze
+from xlaprof.dask_tasks import analysis_tasks, scheduler_address
 from xlaprof.errors import ClusterError, SessionLoadError, XlaprofError
-from xlaprof.pods import analysis_tasks, scheduler_address
 from xlaprof.session import XPLANE_SUFFIX, Session, storage
 
 log = logging.getLogger("xlaprof")
@@ -61,7 +61,7 @@ class CachedAnalysis:
 class AnalysisCache:
     def __init__(self, max_sessions: int = DEFAULT_MAX_SESSIONS,
                  max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES, scheduler: str | None = None) -> None:
-        self.scheduler = scheduler  # a Dask scheduler's address: its workers analyse (see xlaprof.pods)
+        self.scheduler = scheduler  # a Dask scheduler's address: its workers analyse (see xlaprof.dask_tasks)
         self.max_sessions = max(1, int(max_sessions))
         self.max_session_bytes = int(max_session_bytes)
         self.loads = 0

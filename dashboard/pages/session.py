@@ -11,8 +11,8 @@ markers); a click on a gap row also shows the gap's Python stack in the panel be
 (``stack-panel``, from ``views.stacks.gap_stack``); the gaps grid is paged, sorted and filtered on
 the server by ``gap_table.gap_page``; a click on a compile row shows what changed vs the previous
 graph of its place (``views.graphs.compile_detail``). The idle flame graph section is
-``page_stacks``, the compiled graphs section ``page_graphs``, the pod section (workers x steps,
-sessions of 2+ workers) ``page_pod``.
+``sections.stacks``, the compiled graphs section ``sections.graphs``, the pod section (workers x steps,
+sessions of 2+ workers) ``sections.pod``.
 Callbacks only ask xlaprof and draw.
 """
 from __future__ import annotations
@@ -21,7 +21,6 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from dashboard import components as ui
-from dashboard import page_graphs, page_pod, page_stacks
 from dashboard.figures import (
     CAUSE_COLORS,
     IDLE_CAUSES,
@@ -32,6 +31,9 @@ from dashboard.figures import (
     worker_chart,
 )
 from dashboard.grid import MAX_MEASURED_ROWS, Column, ColumnKind, rows_response, server_grid, table_grid
+from dashboard.sections import graphs as graphs_section
+from dashboard.sections import pod as pod_section
+from dashboard.sections import stacks as stacks_section
 from dashboard.state import AppState
 from dashboard.views.axis import AXIS_UNIT_US
 from dashboard.views.flame import frame_gaps, frame_label
@@ -76,7 +78,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
         return ui.message("session-error", "This session could not be loaded", str(exc))
     analysis, ov = entry.analysis, state.overview(run)
     rng = parse_range_query(search)
-    (lanes, note), flame = page_pod.timeline_lanes(state, run), state.flame(run)
+    (lanes, note), flame = pod_section.timeline_lanes(state, run), state.flame(run)
     # The figures of the whole session are the same for every visit: built once per analysis.
     figures = entry.derived("page-figures", lambda _: _page_figures(analysis, ov, lanes, state.view_config, note))
     timeline, status = (_timeline(lanes, rng, state.view_config, note=note) if rng
@@ -89,14 +91,14 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                   html.Span(", ".join(w.worker.label for w in analysis.workers), className="muted")],
                  className="session-head"),
         html.Div([html.P(e, className="warning") for e in analysis.errors]) if analysis.errors else None,
-        page_pod.shown_workers(state, run),
+        pod_section.shown_workers(state, run),
         ui.answer(state.verdict(run), ov, analysis.findings),
         html.Div([ui.device_card(ov),
                   ui.card("Idle by cause", ui.legend(legend_items(causes)),
                           dcc.Graph(figure=figures["donut"], config={"displayModeBar": False}), class_name="card-idle"),
                   ui.compiles_card(ov), ui.reads_card(ov),
                   ui.fallbacks_card(ov, any(w.metrics for w in analysis.workers))], className="cards"),
-        page_pod.section(state, run),
+        pod_section.section(state, run),
         html.Div([
             html.H2("Timeline"),
             html.P("Drag to zoom into a time range (the server sends detail as you zoom), double-click or "
@@ -112,7 +114,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
             ], className="timeline-row"),
         ], className="section", id="timeline-section"),
         ui.findings_list(analysis.findings),
-        page_stacks.section(analysis, flame, state.flame_figure(run)),
+        stacks_section.section(analysis, flame, state.flame_figure(run)),
         html.Div([
             html.H2("Idle gaps"),
             html.P("Every idle piece of every device. Click a header to sort (shift-click for more columns); "
@@ -133,7 +135,7 @@ def layout(state: AppState, run: str, search: str | None) -> html.Div:
                              "started (or came from the persistent compilation cache)."),
             html.Div(ui.compile_detail(None), id="compile-detail", className="detail"),
         ], className="section", id="compiles-section"),
-        page_graphs.section(analysis),
+        graphs_section.section(analysis),
         html.Div([html.H2("Step time"),
                   ui.legend(legend_items(["busy", *causes])) if figures["steps"] else None,
                   dcc.Graph(id="steps-chart", figure=figures["steps"]) if figures["steps"]
@@ -179,11 +181,11 @@ def _status(tview: TimelineView, frame: str | None = None) -> str:
 def _redraw(state: AppState, run: str, rng: tuple | None, frame: object = None, workers: object = None) -> tuple:
     """The timeline figure and status for ``rng`` ((None, None): everything; None: no change),
     with only the gap markers under the flame graph frame ``frame`` (None: every gap), and in a pod
-    only the lanes of ``workers`` (``page_pod.timeline_lanes``)."""
+    only the lanes of ``workers`` (``pod_section.timeline_lanes``)."""
     if rng is None:
         raise PreventUpdate
     try:
-        lanes, note = page_pod.timeline_lanes(state, run, workers)
+        lanes, note = pod_section.timeline_lanes(state, run, workers)
         keep = frame_gaps(state.gaps(run), frame if isinstance(frame, str) else None)
         if keep is None:
             return _timeline(lanes, rng, state.view_config, note=note)
@@ -198,23 +200,23 @@ def register(app: Dash, state: AppState) -> None:
     @app.callback(Output("timeline", "figure"), Output("timeline-status", "children"),
                   Input("timeline", "relayoutData"), Input("timeline-reset", "n_clicks"),
                   State("session-run", "data"), State("flame-selection", "children"),
-                  State(page_pod.SHOWN_WORKERS, "children"), prevent_initial_call=True)
+                  State(pod_section.SHOWN_WORKERS, "children"), prevent_initial_call=True)
     def zoom(relayout, _reset, run, frame, workers):
         parsed = (None, None) if ctx.triggered_id == "timeline-reset" else parse_relayout(relayout)
         return _redraw(state, run, (None, None) if parsed == "reset" else parsed, frame, workers)
 
     @app.callback(Output("timeline", "figure", allow_duplicate=True),
                   Output("timeline-status", "children", allow_duplicate=True), Output("stack-panel", "children"),
-                  Output(page_pod.SHOWN_WORKERS, "children", allow_duplicate=True),
+                  Output(pod_section.SHOWN_WORKERS, "children", allow_duplicate=True),
                   Input("gaps-table", "cellClicked"), State("session-run", "data"),
-                  State("flame-selection", "children"), State(page_pod.SHOWN_WORKERS, "children"),
+                  State("flame-selection", "children"), State(pod_section.SHOWN_WORKERS, "children"),
                   prevent_initial_call=True)
     def show_gap(clicked, run, frame, workers):
         row_id = clicked.get("rowId") if isinstance(clicked, dict) else None
         try:
             gaps = state.gaps(run)
             rng, stack = gap_range(gaps, row_id), gap_stack(state.entry(run).analysis, gaps, row_id)
-            workers = page_pod.with_gap_worker(state, run, workers, row_id)  # its lanes shown
+            workers = pod_section.with_gap_worker(state, run, workers, row_id)  # its lanes shown
         except XlaprofError:
             return no_update, GONE, no_update, no_update
         # a bad row id: _redraw changes nothing
@@ -230,8 +232,8 @@ def register(app: Dash, state: AppState) -> None:
         info = f"{result.matching:,} gaps" + (f" ({result.problem})" if result.problem else "")
         return rows_response(result.rows, result.matching), info
 
-    page_stacks.register(app, state, lambda run, frame, workers: _redraw(state, run, (None, None), frame, workers))
-    page_pod.register(app, state, lambda run, rng, frame, workers: _redraw(state, run, rng, frame, workers))
+    stacks_section.register(app, state, lambda run, frame, workers: _redraw(state, run, (None, None), frame, workers))
+    pod_section.register(app, state, lambda run, rng, frame, workers: _redraw(state, run, rng, frame, workers))
 
     @app.callback(Output("compile-detail", "children"), Input("compiles-table", "cellClicked"),
                   State("session-run", "data"), prevent_initial_call=True)
