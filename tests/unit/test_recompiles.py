@@ -155,6 +155,17 @@ def test_compiles_link_to_the_program_first_run_after_them():
     assert compile_programs(starts, ends, executions({8: 60.0}), unrun=[9]) == [8, None, None]
 
 
+def test_linking_programs_returns_new_records_and_leaves_the_given_ones():
+    from xlaprof.analysis.pipeline.session_analysis import _linked_programs
+
+    runs = ProgramExecutions(np.zeros(2, np.int32), np.array([60.0, 160.0]), np.ones(2), np.array([8, 9]),
+                             np.full(2, -1))
+    given = [CompileRecord(0.0, 50.0, "a", "step", None), CompileRecord(100.0, 50.0, "b", "step", None)]
+    linked = _linked_programs(given, runs, HloModules({}))
+    assert [r.program_id for r in linked] == [8, 9] and [r.graph_hash for r in linked] == ["a", "b"]
+    assert [r.program_id for r in given] == [None, None]
+
+
 def test_words_for_sizes_buckets_and_trends():
     assert diff.buckets([8, 12, 16, 20, 24]) == [8, 16, 24]
     assert diff.buckets(list(range(21, 40))) == [24, 32, 40]

@@ -342,7 +342,7 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     records += _compile_at_edge(pieces, window, host, metrics, len(records))
     programs = program_executions(devices, host)
     hlo = hlo_modules(space)
-    _link_programs(records, programs, hlo)
+    records = _linked_programs(records, programs, hlo)
     reads = summarize_reads(host, busy_added(devices, programs, host.transfers_from_device))
     return WorkerAnalysis(worker, window, devices, host, pieces, records, reads,
                           step_table(devices, pieces, host, window), metrics, debug, programs, hlo)
@@ -407,13 +407,14 @@ def _compile_at_edge(pieces: GapPieces, window: tuple[float, float], host: HostA
     return records
 
 
-def _link_programs(records: list[CompileRecord], programs: ProgramExecutions, hlo: HloModules) -> None:
-    """Each compile's program id (see ``programs.compile_programs``)."""
+def _linked_programs(records: list[CompileRecord], programs: ProgramExecutions, hlo: HloModules
+                     ) -> list[CompileRecord]:
+    """The records, each with its compile's program id (see ``programs.compile_programs``)."""
     starts = np.array([r.start_us for r in records])
     ends = starts + np.array([r.dur_us for r in records])
     ran = set(programs.program.tolist())
-    for record, program in zip(records, compile_programs(starts, ends, programs, [p for p in hlo.ids() if p not in ran])):
-        record.program_id = program
+    linked = compile_programs(starts, ends, programs, [p for p in hlo.ids() if p not in ran])
+    return [replace(record, program_id=program) for record, program in zip(records, linked)]
 
 
 def _event_extent(devices: list[DeviceTimeline], host: HostActivity) -> tuple[float, float]:
