@@ -11,7 +11,7 @@ from xlaprof.analysis import analyze
 from xlaprof.analysis.compiles import signature_diff as diff
 from xlaprof.analysis.compiles.compiles import CompileRecord
 from xlaprof.analysis.device.programs import ProgramExecutions, compile_programs
-from xlaprof.analysis.findings.recompiles import ChangeKind, explain_recompiles
+from xlaprof.analysis.compiles.recompiles import ChangeKind, explain_recompiles, with_changes
 from xlaprof.hlo import HloModules, parse_module
 from xlaprof.report import analysis_json, render_text
 from xlaprof.session import Session
@@ -79,9 +79,20 @@ def _records(modules: dict[int, bytes], span: str | None = "step") -> tuple[list
 
 
 def _one(modules: dict[int, bytes], span: str | None = "step"):
+    """The place's explanation, and its records with what changed at each compile."""
     records, hlo = _records(modules, span)
     (why,) = explain_recompiles([("w0", records, hlo)])
-    return why, records
+    return why, with_changes(records, hlo)
+
+
+def test_changes_are_new_records_in_the_given_order_each_against_its_own_place():
+    modules = {1: _module(1, [("f32", (8,))]), 2: _module(2, [("f32", (2, 2))]), 3: _module(3, [("f32", (9,))]),
+               4: _module(4, [("f32", (3, 2))])}
+    given, hlo = _records(modules, span=None)  # two families outside any span: two places, interleaved
+    changed = with_changes(given, hlo)
+    assert [r.program_id for r in changed] == [1, 2, 3, 4]
+    assert [r.changed for r in changed] == [None, None, "input 0: f32[8] -> f32[9]", "input 0: f32[2,2] -> f32[3,2]"]
+    assert [r.changed for r in given] == [None] * 4
 
 
 def _module(program: int, inputs: list[tuple[str, tuple]], extra: int = 0) -> bytes:
@@ -253,7 +264,7 @@ def test_buckets_are_a_padding_rule_not_the_sizes_seen():
 
 
 def test_a_size_growing_by_one_per_compile_is_told_as_a_growing_sequence():
-    from xlaprof.analysis.findings.recompiles import ADVICE, ChangeKind, _bucket_advice
+    from xlaprof.analysis.compiles.recompiles import ADVICE, ChangeKind, _bucket_advice
 
     _, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], {"S": [7, 8, 9]})
     assert "grows by one at every compile" in advice and 'cache_implementation="static"' in advice

@@ -31,16 +31,12 @@ from xlaprof.analysis.compiles.compiles import (
     compile_records,
     summarize_compiles,
 )
+from xlaprof.analysis.compiles.recompiles import RecompileExplanation, merge_recompiles, with_changes
 from xlaprof.analysis.device.device_profile import DeviceProfile, GraphProfile, OpStat, merge_profiles
 from xlaprof.analysis.device.device_timeline import DeviceTimeline, device_timelines
 from xlaprof.analysis.device.programs import ProgramExecutions, compile_programs, program_executions
 from xlaprof.analysis.findings.findings import ExecutionCause, Finding, rank_findings
-from xlaprof.analysis.findings.recompiles import (
-    RecompileExplanation,
-    explain_findings,
-    merge_recompiles,
-    worker_recompiles,
-)
+from xlaprof.analysis.findings.recompile_findings import explained_findings
 from xlaprof.analysis.host.debug_file import DebugInfo, read_debug_file
 from xlaprof.analysis.host.host_activity import HostActivity
 from xlaprof.analysis.idle.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
@@ -149,8 +145,6 @@ class SessionAnalysis:
             given = read_debug_file(self.config.debug_file) if self.config.debug_file else None
             found = [analyze_worker(w, self.session.path, given)[0] for w in self.session.workers]
             self.analysed = [w for w in found if w is not None]
-            for w in self.analysed:
-                worker_recompiles(w.worker.label, w.compiles, w.hlo)  # marks each compile's change
         return self.analysed
 
     def _repr_html_(self) -> str:
@@ -298,9 +292,8 @@ def merge_summaries(session: Session, summaries: list[WorkerSummary], config: An
     reads = merge_reads([w.reads for w in summaries])
     executions = sorted((row for w in summaries for row in w.executions), key=lambda r: -r.count)
     costs = merge_cost_groups([w.cost_groups for w in summaries], [w.worker.label for w in summaries])
-    findings = rank_findings(costs, compiles, reads, _fallbacks(summaries), executions)
     recompiles = merge_recompiles([w.recompiles for w in summaries])
-    explain_findings(findings, recompiles)
+    findings = explained_findings(rank_findings(costs, compiles, reads, _fallbacks(summaries), executions), recompiles)
     return SessionAnalysis(session, summaries, Table(findings, columns_of(Finding)), compiles, reads,
                            compare_workers(summaries), executions, config, errors, recompiles,
                            Table(idle_by_line(costs), columns_of(LineIdle)), _notes(summaries), analysed)
@@ -342,7 +335,7 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     records += _compile_at_edge(pieces, window, host, metrics, len(records))
     programs = program_executions(devices, host)
     hlo = hlo_modules(space)
-    records = _linked_programs(records, programs, hlo)
+    records = with_changes(_linked_programs(records, programs, hlo), hlo)
     reads = summarize_reads(host, busy_added(devices, programs, host.transfers_from_device))
     return WorkerAnalysis(worker, window, devices, host, pieces, records, reads,
                           step_table(devices, pieces, host, window), metrics, debug, programs, hlo)
