@@ -2,6 +2,8 @@
 graphs of one place, said plainly, in the analysis, the JSON, the text report and the finding."""
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
@@ -175,6 +177,17 @@ def test_linking_programs_returns_new_records_and_leaves_the_given_ones():
     linked = _linked_programs(given, runs, HloModules({}))
     assert [r.program_id for r in linked] == [8, 9] and [r.graph_hash for r in linked] == ["a", "b"]
     assert [r.program_id for r in given] == [None, None]
+
+
+def test_the_compile_summary_comes_whole_with_every_compile_and_its_worker():
+    from xlaprof.analysis.compiles.compiles import summarize_compiles
+
+    records = [CompileRecord(0.0, 5.0, "a", "step", None), CompileRecord(9.0, 5.0, "b", "step", None),
+               CompileRecord(1.0, 2.0, "a", "step", None)]
+    summary = summarize_compiles(records, ["w0", "w0", "w1"])
+    assert summary.count == 3 and summary.recompiled_spans == {"step": 2}
+    assert [(row["worker"], row["graph_hash"]) for row in summary.events] == [("w0", "a"), ("w0", "b"), ("w1", "a")]
+    assert summary.events.columns == ("worker",) + tuple(f.name for f in fields(CompileRecord))
 
 
 def test_words_for_sizes_buckets_and_trends():

@@ -286,9 +286,8 @@ def analyze(session: Session | str | os.PathLike, config: AnalysisConfig | None 
 def merge_summaries(session: Session, summaries: list[WorkerSummary], config: AnalysisConfig,
                     errors: list[str], analysed: list[WorkerAnalysis] | None = None) -> SessionAnalysis:
     """The session's analysis from its workers' summaries (in worker order)."""
-    compiles = summarize_compiles([r for w in summaries for r in w.compiles])
-    compiles.events = Table((dict(asdict(r), worker=w.worker.label) for w in summaries for r in w.compiles),
-                            ("worker",) + columns_of(CompileRecord))
+    compiles = summarize_compiles([r for w in summaries for r in w.compiles],
+                                  [w.worker.label for w in summaries for _ in w.compiles])
     reads = merge_reads([w.reads for w in summaries])
     executions = sorted((row for w in summaries for row in w.executions), key=lambda r: -r.count)
     costs = merge_cost_groups([w.cost_groups for w in summaries], [w.worker.label for w in summaries])
