@@ -22,7 +22,7 @@ from xlaprof.analysis.device.device_profile import GraphProfile, worker_graphs
 from xlaprof.analysis.findings.findings import ExecutionCause
 from xlaprof.analysis.compiles.recompiles import RecompileExplanation, worker_recompiles
 from xlaprof.analysis.idle.attribution import CAUSES
-from xlaprof.analysis.idle.idle_costs import worker_cost_groups
+from xlaprof.analysis.idle.idle_costs import CostGroup, worker_cost_groups
 from xlaprof.analysis.idle.reads import ReadSummary
 from xlaprof.analysis.idle.steps import StepTable
 from xlaprof.session import Worker
@@ -62,7 +62,7 @@ class WorkerSummary:
     compiles: list[CompileRecord]
     reads: ReadSummary
     executions: list[ExecutionCause]  # from the worker's debug file
-    cost_groups: list[tuple]  # ``idle_costs.worker_cost_groups``
+    cost_groups: list[CostGroup]  # ``idle_costs.worker_cost_groups``
     graphs: list[GraphProfile]  # ``device_profile.worker_graphs``
     recompiles: list[RecompileExplanation]  # ``recompiles.worker_recompiles``
     gap_count: int
