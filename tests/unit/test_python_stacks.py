@@ -8,6 +8,8 @@ The sampler saw the library line from 120 to 560 (one run), the training step's 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,8 @@ from xlaprof.analysis.findings.advice import ADVICE_DATA_DEPENDENT, ADVICE_READ_
 from xlaprof.analysis.findings.findings import FindingKind
 from xlaprof.analysis.host.frames import parse_stack
 from xlaprof.analysis.host.python_stacks import StackSamples
+from xlaprof.analysis.idle.attribution import CAUSES, Cause
+from xlaprof.analysis.pipeline.session_analysis import _compile_at_edge
 from xlaprof.report import analysis_json, render_text
 from xlaprof.session import Session
 from xlaprof.xspace import vocabulary
@@ -154,6 +158,13 @@ def test_a_compile_running_at_capture_start_is_a_compile(tmp_path):
     assert [(e["cause"], e["start_us"]) for e in out["compile_events"]] == [
         ("already compiling when the capture started", 0.0)]
     assert not any(f["kind"] == "capture_edge" for f in out["findings"])
+    # The compile's time is charged in new pieces; the pieces given are left as they are.
+    w = analysed(tmp_path / "again", builder.to_bytes()).workers[0]
+    given = replace(w.pieces, cause=np.full(len(w.pieces), CAUSES.index(Cause.UNATTRIBUTED), np.int8))
+    records, charged = _compile_at_edge(given, w.window, w.host, w.metrics, 0)
+    assert [r.cause for r in records] == ["already compiling when the capture started"]
+    assert (given.cause == CAUSES.index(Cause.UNATTRIBUTED)).all()
+    assert (charged.cause[given.start_us < 300] == CAUSES.index(Cause.COMPILE)).all()
 
 
 def test_the_line_table_adds_up_to_the_idle_time_that_has_a_stack(tmp_path):

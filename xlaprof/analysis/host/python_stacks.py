@@ -84,7 +84,7 @@ class StackSamples:
     thread_names: dict[int, str] = field(default_factory=dict)  # host line -> Python thread name
     cpu_us: np.ndarray | None = None  # float64: CPU time of the run's thread during it, NaN where unknown
     # host line -> sorted times at which that thread provably left the line it was on (a sync
-    # returned, a span began): set by host_activity, used to spot a run the sampler saw late
+    # returned, a span began): given by host_activity, used to spot a run the sampler saw late
     moved_on: dict[int, np.ndarray] = field(default_factory=dict)
     read_calls: ReadCalls = field(default_factory=ReadCalls.empty)  # the reading ops' marks
     _ranges: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)

@@ -331,7 +331,8 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     records = compile_records(host, debug)
     records = [r for r in records if window[0] <= r.start_us < window[1]]
     metrics = window_metrics(host.plane)
-    records += _compile_at_edge(pieces, window, host, metrics, len(records))
+    at_edge, pieces = _compile_at_edge(pieces, window, host, metrics, len(records))
+    records += at_edge
     programs = program_executions(devices, host)
     hlo = hlo_modules(space)
     records = with_changes(_linked_programs(records, programs, hlo), hlo)
@@ -367,14 +368,15 @@ HOST_WORK_UNDER_EDGE_COMPILE = (Cause.UNATTRIBUTED, Cause.HOST_BLOCKED, Cause.HO
 
 
 def _compile_at_edge(pieces: GapPieces, window: tuple[float, float], host: HostActivity,
-                     metrics: MetricsDelta | None, recorded: int) -> list[CompileRecord]:
+                     metrics: MetricsDelta | None, recorded: int) -> tuple[list[CompileRecord], GapPieces]:
     """Compiles running when the capture started or stopped have no compile event (a TraceMe
     begun before the capture is not recorded; one still open when it stops is dropped), but the
     capture holds their passes (``host.edge_compile``), or, at the start, the worker's metrics
     count one compile more than the capture shows. The unattributed idle time between the edge
     and the passes (at the start without passes: touching the window's start) is the compile's, as is
     the time the sampled stacks showed as the compiling thread's Python (blocked or running there:
-    a compile runs inside the call that traced its graph)."""
+    a compile runs inside the call that traced its graph). Returns those compiles' records and new
+    pieces with that time charged to compile (the given pieces are left as they are)."""
     w0, w1 = window
     unattributed = np.isin(pieces.cause, [CAUSES.index(c) for c in HOST_WORK_UNDER_EDGE_COMPILE])
     middle = (w0 + w1) / 2
@@ -395,8 +397,9 @@ def _compile_at_edge(pieces: GapPieces, window: tuple[float, float], host: HostA
         charged |= unattributed & (pieces.start_us + pieces.dur_us > at_stop.min())
         records.append(CompileRecord(float(at_stop.min()), w1 - float(at_stop.min()), None, None, None,
                                      cause=COMPILE_AT_STOP))
-    pieces.cause[charged] = CAUSES.index(Cause.COMPILE)
-    return records
+    cause = pieces.cause.copy()
+    cause[charged] = CAUSES.index(Cause.COMPILE)
+    return records, replace(pieces, cause=cause)
 
 
 def _linked_programs(records: list[CompileRecord], programs: ProgramExecutions, hlo: HloModules
