@@ -40,7 +40,7 @@ class CompileRecord:
     cause: str | None = None  # torch_xla's compilation cause, from the debug file
     trigger: str | None = None  # the user's file:line that triggered it, from the debug file
     program_id: int | None = None  # the compiled program (its HLO module), see analysis.programs
-    changed: str | None = None  # what changed vs the previous graph of its place, see analysis.recompiles
+    changed: str | None = None  # what changed vs the previous graph of its place, see recompiles.with_changes
 
 
 @dataclass(frozen=True)
