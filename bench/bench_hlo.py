@@ -7,8 +7,8 @@ For each module size it builds a TPU-shaped capture in which one training step r
 ``--layers`` hidden layers, so bigger modules have more instructions), then times, in this
 process, on the capture already read:
   parse:   every module's bytes parsed (``hlo_modules(space).get``) and its entry signature taken
-  explain: ``explain_recompiles`` over the compiles (links, diffs every graph with the previous
-           one of its place, and explains the place)
+  explain: ``with_changes`` and ``explain_recompiles`` over the compiles (diffs every graph with
+           the previous one of its place, and explains the place)
 and, for comparison, ``analyze`` of the whole session (which does both). Best of 3 runs.
 Target (issue 11): reading and diffing 100 HLO modules under 1 s.
 """
@@ -27,7 +27,7 @@ from bench.harness import best_of  # noqa: E402
 from tests.support.hlo_builder import MLP_OPS, mlp_module  # noqa: E402
 from tests.support.synthetic import StepProgram, training_capture, write_session  # noqa: E402
 from xlaprof.analysis import analyze  # noqa: E402
-from xlaprof.analysis.findings.recompiles import explain_recompiles  # noqa: E402
+from xlaprof.analysis.compiles.recompiles import explain_recompiles, with_changes  # noqa: E402
 from xlaprof.hlo import hlo_modules  # noqa: E402
 from xlaprof.session import Session  # noqa: E402
 
@@ -56,6 +56,7 @@ def measure(modules: int, layers: int) -> dict:
 
         def explain():
             found = hlo_modules(space)
+            with_changes(worker.compiles, found)
             explain_recompiles([(worker.worker.label, worker.compiles, found)])
 
         sizes = [len(p.hlo) for p in programs]

@@ -29,7 +29,7 @@ from dashboard.views.stacks import (
     finding_stack,
 )
 from xlaprof.analysis.findings.findings import Finding
-from xlaprof.analysis.findings.recompiles import RecompileExplanation
+from xlaprof.analysis.compiles.recompiles import RecompileExplanation
 from xlaprof.analysis.host.frames import short_location
 from xlaprof.analysis.pipeline.worker_comparison import Straggler
 from xlaprof.report.causes import finding_cost, titled

@@ -31,7 +31,7 @@ from dashboard.views.axis import AXIS_UNIT_US
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.compiles.signature_diff import varying_dims
 from xlaprof.analysis.device.device_profile import NO_SOURCE, GraphProfile
-from xlaprof.analysis.findings.recompiles import RecompileExplanation
+from xlaprof.analysis.compiles.recompiles import RecompileExplanation
 from xlaprof.analysis.host.frames import short_location
 from xlaprof.analysis.host.span_index import NO_SPAN
 from xlaprof.hlo import GraphSignature

@@ -23,6 +23,9 @@ three packages (lazy ones inside functions included) is checked against an allow
 
 Third-party: torch/torch_xla/xprof only in collectors; dash/plotly only in dashboard, and not
 in dashboard.views nor dashboard.data (they stay testable without Dash).
+
+And the analysis' stages return new values: no function of xlaprof.analysis assigns to an
+attribute of what it was given (an argument, or an item of one it loops over).
 """
 from __future__ import annotations
 
@@ -263,3 +266,59 @@ def test_the_dashboard_is_laid_out_by_role():
                 continue
             defined = {node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.FunctionDef)}
             assert set(functions) <= defined, path
+
+
+def writes_into_arguments(source: str) -> list[str]:
+    """Assignments (``=``, ``+=``) in ``source`` to an attribute of a function's argument, or of an
+    item taken from it in a loop (``for r in records: r.changed = ...``; ``zip``/``enumerate`` of it
+    too), or to an element of such an attribute (``pieces.cause[i] = ...``): "line: target"."""
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = fn.args
+        given = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self", "cls"}
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.For, ast.comprehension)):
+                iterated = node.iter.args if isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) \
+                    and node.iter.func.id in ("zip", "enumerate") else [node.iter]
+                if any(isinstance(it, ast.Name) and it.id in given for it in iterated):
+                    given |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        for node in ast.walk(fn):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                base = target
+                while isinstance(base, ast.Subscript):
+                    base = base.value
+                if not isinstance(base, ast.Attribute):
+                    continue  # a name, or an element of a local array
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in given:
+                    found.append(f"{node.lineno}: {ast.unparse(target)}")
+    return found
+
+
+def test_no_analysis_function_writes_into_what_it_was_given():
+    """Each stage returns new values (``dataclasses.replace``, new records): none writes into the
+    results it was given, so no stage's result changes after the stage that made it returned."""
+    found = {module_name(p): writes_into_arguments(p.read_text()) for p in project_modules()
+             if _is(module_name(p), "xlaprof.analysis")}
+    assert {module: writes for module, writes in found.items() if writes} == {}
+
+
+@pytest.mark.parametrize("source", [
+    "def f(findings):\n    for finding in findings:\n        finding.detail += 'x'\n",
+    "def f(records, programs):\n    for record, p in zip(records, programs):\n        record.program_id = p\n",
+    "def f(pieces, charged):\n    pieces.cause[charged] = 1\n",
+    "def f(samples):\n    samples.stacks = []\n",
+])
+def test_a_write_into_an_argument_is_caught(source):
+    assert writes_into_arguments(source)
+
+
+def test_writes_into_new_values_pass():
+    source = ("def f(records, n):\n    out = [replace(r, changed='x') for r in records]\n    row = Row()\n"
+              "    row.total += n\n    cause = records.cause.copy()\n    cause[n] = 1\n    return out, row, cause\n")
+    assert writes_into_arguments(source) == []

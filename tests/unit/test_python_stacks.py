@@ -8,6 +8,9 @@ The sampler saw the library line from 120 to 560 (one run), the training step's 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from tests.support.synthetic import PlaneBuilder, XSpaceBuilder, add_stack_samples, training_capture, write_session
@@ -15,6 +18,9 @@ from xlaprof.analysis import analyze
 from xlaprof.analysis.findings.advice import ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
 from xlaprof.analysis.findings.findings import FindingKind
 from xlaprof.analysis.host.frames import parse_stack
+from xlaprof.analysis.host.python_stacks import StackSamples
+from xlaprof.analysis.idle.attribution import CAUSES, Cause
+from xlaprof.analysis.pipeline.session_analysis import _compile_at_edge
 from xlaprof.report import analysis_json, render_text
 from xlaprof.session import Session
 from xlaprof.xspace import vocabulary
@@ -152,6 +158,13 @@ def test_a_compile_running_at_capture_start_is_a_compile(tmp_path):
     assert [(e["cause"], e["start_us"]) for e in out["compile_events"]] == [
         ("already compiling when the capture started", 0.0)]
     assert not any(f["kind"] == "capture_edge" for f in out["findings"])
+    # The compile's time is charged in new pieces; the pieces given are left as they are.
+    w = analysed(tmp_path / "again", builder.to_bytes()).workers[0]
+    given = replace(w.pieces, cause=np.full(len(w.pieces), CAUSES.index(Cause.UNATTRIBUTED), np.int8))
+    records, charged = _compile_at_edge(given, w.window, w.host, w.metrics, 0)
+    assert [r.cause for r in records] == ["already compiling when the capture started"]
+    assert (given.cause == CAUSES.index(Cause.UNATTRIBUTED)).all()
+    assert (charged.cause[given.start_us < 300] == CAUSES.index(Cause.COMPILE)).all()
 
 
 def test_the_line_table_adds_up_to_the_idle_time_that_has_a_stack(tmp_path):
@@ -289,3 +302,12 @@ def test_xlaprofs_own_worker_modules_are_never_the_users_line():
         stack = parse_stack(f"/work/train.py:10 <module>\n/src/xlaprof-repo/collectors/{own}:114 sample")
         assert stack.source == "/work/train.py:10", own
     assert parse_stack("/src/collectors/demo_worker.py:65 train").source == "/src/collectors/demo_worker.py:65"
+
+
+def test_which_stacks_wait_for_another_thread_is_one_array_per_samples():
+    queue_get = f"{MAIN}\n/usr/lib/python3.11/queue.py:180 get"
+    line = np.zeros(2, np.int32)
+    samples = StackSamples([parse_stack(MAIN), parse_stack(queue_get)], line, np.array([0.0, 5.0]),
+                           np.array([5.0, 9.0]), np.array([0, 1]))
+    assert samples.waiting.tolist() == [False, True, False]  # the last: no stack (-1)
+    assert samples.waiting is samples.waiting

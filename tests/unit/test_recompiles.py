@@ -2,6 +2,8 @@
 graphs of one place, said plainly, in the analysis, the JSON, the text report and the finding."""
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from xlaprof.analysis import analyze
 from xlaprof.analysis.compiles import signature_diff as diff
 from xlaprof.analysis.compiles.compiles import CompileRecord
 from xlaprof.analysis.device.programs import ProgramExecutions, compile_programs
-from xlaprof.analysis.findings.recompiles import ChangeKind, explain_recompiles
+from xlaprof.analysis.compiles.recompiles import ChangeKind, explain_recompiles, with_changes
 from xlaprof.hlo import HloModules, parse_module
 from xlaprof.report import analysis_json, render_text
 from xlaprof.session import Session
@@ -79,9 +81,20 @@ def _records(modules: dict[int, bytes], span: str | None = "step") -> tuple[list
 
 
 def _one(modules: dict[int, bytes], span: str | None = "step"):
+    """The place's explanation, and its records with what changed at each compile."""
     records, hlo = _records(modules, span)
     (why,) = explain_recompiles([("w0", records, hlo)])
-    return why, records
+    return why, with_changes(records, hlo)
+
+
+def test_changes_are_new_records_in_the_given_order_each_against_its_own_place():
+    modules = {1: _module(1, [("f32", (8,))]), 2: _module(2, [("f32", (2, 2))]), 3: _module(3, [("f32", (9,))]),
+               4: _module(4, [("f32", (3, 2))])}
+    given, hlo = _records(modules, span=None)  # two families outside any span: two places, interleaved
+    changed = with_changes(given, hlo)
+    assert [r.program_id for r in changed] == [1, 2, 3, 4]
+    assert [r.changed for r in changed] == [None, None, "input 0: f32[8] -> f32[9]", "input 0: f32[2,2] -> f32[3,2]"]
+    assert [r.changed for r in given] == [None] * 4
 
 
 def _module(program: int, inputs: list[tuple[str, tuple]], extra: int = 0) -> bytes:
@@ -153,6 +166,28 @@ def test_compiles_link_to_the_program_first_run_after_them():
     # Programs recorded but never run pair with unlinked compiles when their numbers agree.
     assert compile_programs(starts, ends, executions({8: 60.0, 10: 260.0}), unrun=[9]) == [8, 9, 10]
     assert compile_programs(starts, ends, executions({8: 60.0}), unrun=[9]) == [8, None, None]
+
+
+def test_linking_programs_returns_new_records_and_leaves_the_given_ones():
+    from xlaprof.analysis.pipeline.session_analysis import _linked_programs
+
+    runs = ProgramExecutions(np.zeros(2, np.int32), np.array([60.0, 160.0]), np.ones(2), np.array([8, 9]),
+                             np.full(2, -1))
+    given = [CompileRecord(0.0, 50.0, "a", "step", None), CompileRecord(100.0, 50.0, "b", "step", None)]
+    linked = _linked_programs(given, runs, HloModules({}))
+    assert [r.program_id for r in linked] == [8, 9] and [r.graph_hash for r in linked] == ["a", "b"]
+    assert [r.program_id for r in given] == [None, None]
+
+
+def test_the_compile_summary_comes_whole_with_every_compile_and_its_worker():
+    from xlaprof.analysis.compiles.compiles import summarize_compiles
+
+    records = [CompileRecord(0.0, 5.0, "a", "step", None), CompileRecord(9.0, 5.0, "b", "step", None),
+               CompileRecord(1.0, 2.0, "a", "step", None)]
+    summary = summarize_compiles(records, ["w0", "w0", "w1"])
+    assert summary.count == 3 and summary.recompiled_spans == {"step": 2}
+    assert [(row["worker"], row["graph_hash"]) for row in summary.events] == [("w0", "a"), ("w0", "b"), ("w1", "a")]
+    assert summary.events.columns == ("worker",) + tuple(f.name for f in fields(CompileRecord))
 
 
 def test_words_for_sizes_buckets_and_trends():
@@ -242,7 +277,7 @@ def test_buckets_are_a_padding_rule_not_the_sizes_seen():
 
 
 def test_a_size_growing_by_one_per_compile_is_told_as_a_growing_sequence():
-    from xlaprof.analysis.findings.recompiles import ADVICE, ChangeKind, _bucket_advice
+    from xlaprof.analysis.compiles.recompiles import ADVICE, ChangeKind, _bucket_advice
 
     _, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], {"S": [7, 8, 9]})
     assert "grows by one at every compile" in advice and 'cache_implementation="static"' in advice

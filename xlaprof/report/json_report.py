@@ -33,7 +33,7 @@ from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.compiles.compiles import CompileSummary
 from xlaprof.analysis.device.device_profile import DeviceProfile
 from xlaprof.analysis.findings.findings import Finding
-from xlaprof.analysis.findings.recompiles import RecompileExplanation
+from xlaprof.analysis.compiles.recompiles import RecompileExplanation
 from xlaprof.analysis.idle.reads import ReadSummary
 from xlaprof.analysis.idle.steps import StepTable
 from xlaprof.analysis.pipeline.worker_comparison import WorkerComparison

@@ -5,19 +5,21 @@ Contract:
   line (``HostActivity.compile_stack``: the enclosing read's line where a read forced it, else the
   Python line the sampled stacks show compiling, else the span's), graph hash and, where a ``PT_XLA_DEBUG_FILE`` was given, torch_xla's compile cause and the
   user frame that triggered it.
-- ``summarize_compiles(records)`` gives a ``CompileSummary``: count, total time, per-span and
+- ``summarize_compiles(records, workers)`` gives a ``CompileSummary``: count, total time, per-span and
   per-hash counts, and the recompiled spans: spans that compiled more than one distinct graph in
-  the window, the mark of shapes that change from step to step. Spans are keyed by name, with
-  ``NO_SPAN`` for compiles outside any span.
+  the window, the mark of shapes that change from step to step, and ``events``, every record as a
+  ``tables.Table`` row with its worker (``workers[i]`` is the label of ``records[i]``'s worker).
+  Spans are keyed by name, with ``NO_SPAN`` for compiles outside any span.
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from xlaprof.analysis.common.notebook_repr import short_repr
+from xlaprof.analysis.common.tables import Table, columns_of
 from xlaprof.analysis.host.debug_file import DebugInfo
 from xlaprof.analysis.host.host_activity import HostActivity
 from xlaprof.analysis.host.span_index import NO_SPAN
@@ -38,7 +40,7 @@ class CompileRecord:
     cause: str | None = None  # torch_xla's compilation cause, from the debug file
     trigger: str | None = None  # the user's file:line that triggered it, from the debug file
     program_id: int | None = None  # the compiled program (its HLO module), see analysis.programs
-    changed: str | None = None  # what changed vs the previous graph of its place, see analysis.recompiles
+    changed: str | None = None  # what changed vs the previous graph of its place, see recompiles.with_changes
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def compile_records(host: HostActivity, debug: DebugInfo | None = None) -> list[
     return records
 
 
-def summarize_compiles(records: list[CompileRecord]) -> CompileSummary:
+def summarize_compiles(records: list[CompileRecord], workers: list[str]) -> CompileSummary:
     by_span = Counter(r.span or NO_SPAN for r in records)
     hashes_by_span: dict[str, set] = defaultdict(set)
     for r in records:
@@ -102,4 +104,6 @@ def summarize_compiles(records: list[CompileRecord]) -> CompileSummary:
         recompiled_spans=dict(sorted(recompiled.items(), key=lambda kv: -kv[1])),
         trigger_by_span={span: CompileTrigger(c, t, n)
                          for span, counter in triggers.items() for (c, t), n in counter.most_common(1)},
+        events=Table((dict(asdict(r), worker=worker) for r, worker in zip(records, workers)),
+                     ("worker",) + columns_of(CompileRecord)),
     )

@@ -38,7 +38,7 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -151,7 +151,7 @@ class HostActivity:
         passes = compiler_rows(plane, python_lines)
         spans = SpanIndex.from_plane(plane, python_lines, passes)
         boundary_rows = plane.rows_named(vocabulary.STEP_BOUNDARY)
-        stacks.moved_on = _moved_on(plane, boundary_rows, tfd_rows, spans)
+        stacks = replace(stacks, moved_on=_moved_on(plane, boundary_rows, tfd_rows, spans))
         main_line = spans.busiest_line()
         if main_line < 0:  # no spans: the sampled main thread's line, else the busiest Python line
             main_line = next((line for line, name in stacks.thread_names.items() if name == MAIN_THREAD), busiest)

@@ -19,7 +19,8 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   the read where the sampler saw it, else never from a line that does not read (see the method).
 - ``working_threads(stack_ids, times, own_line)``: for a thread waiting for another one (a queue's
   get), the stack of a sampled thread that was working then (the loader's slow collate).
-- ``stacks[i]`` is the ``PyStack`` of stack id ``i``.
+- ``stacks[i]`` is the ``PyStack`` of stack id ``i``; ``waiting[i]`` whether it waits for another
+  thread (one array per ``StackSamples``, made on first use; ``waiting[-1]``, no stack, is False).
 - ``running``: per run, whether its thread was running Python (it was on a CPU, or runnable and
   waiting for one on a loaded host, for at least ``RUNNING_SHARE`` of the run's time: the sampler's
   ``py_cpu_us``; captures made before the sampler counted the run-queue wait count CPU time only)
@@ -30,7 +31,8 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -82,7 +84,7 @@ class StackSamples:
     thread_names: dict[int, str] = field(default_factory=dict)  # host line -> Python thread name
     cpu_us: np.ndarray | None = None  # float64: CPU time of the run's thread during it, NaN where unknown
     # host line -> sorted times at which that thread provably left the line it was on (a sync
-    # returned, a span began): set by host_activity, used to spot a run the sampler saw late
+    # returned, a span began): given by host_activity, used to spot a run the sampler saw late
     moved_on: dict[int, np.ndarray] = field(default_factory=dict)
     read_calls: ReadCalls = field(default_factory=ReadCalls.empty)  # the reading ops' marks
     _ranges: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
@@ -107,6 +109,12 @@ class StackSamples:
         busy = self.cpu_us >= RUNNING_SHARE * np.maximum(self.end - self.start, 1e-9)
         return busy | np.isnan(self.cpu_us)
 
+    @cached_property
+    def waiting(self) -> np.ndarray:
+        """Per stack id, whether the stack waits for another thread (``PyStack.waits_for_a_thread``),
+        and a last False for -1 (no stack): computed once, on first use."""
+        return np.array([s.waits_for_a_thread for s in self.stacks] + [False], bool)
+
     def runs_on(self, line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         lo, hi = self._ranges.get(int(line), (0, 0))
         return self.start[lo:hi], self.end[lo:hi], self.stack[lo:hi], self.running[lo:hi]
@@ -126,9 +134,8 @@ class StackSamples:
             return StackSamples.empty()
         interned: dict[str, int] = {}
         samples = _sample_runs(plane, texts, interned, main_line) if texts else StackSamples.empty()
-        samples.read_calls = _marked_read_calls(plane, call_texts, interned)
-        samples.stacks = [parse_stack(text) for text in interned]
-        return samples
+        read_calls = _marked_read_calls(plane, call_texts, interned)
+        return replace(samples, stacks=[parse_stack(text) for text in interned], read_calls=read_calls)
 
     def _covering(self, line: int, times: np.ndarray) -> np.ndarray:
         lo, hi = self._ranges.get(int(line), (0, 0))
@@ -212,7 +219,7 @@ class StackSamples:
         that time that waits for none (the loader thread in its slow collate, sleeping or running),
         the first such in line order; else the given stack id."""
         result = stack_ids.copy()
-        waiting = np.array([s.waits_for_a_thread for s in self.stacks] + [False], bool)
+        waiting = self.waiting
         pick = np.flatnonzero(waiting[stack_ids])
         for line in self.sampled_lines:
             if line == own_line or not pick.size:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from xlaprof.analysis.host.frames import line_text, parse_stack
+from xlaprof.analysis.idle.idle_costs import CauseCost
 from xlaprof.framework_files import is_framework_file, is_library_file
 
 
@@ -25,8 +26,9 @@ class LibraryLine:
     lost_us: float
 
 
-def group_at_call_sites(costs: list) -> list:
-    kept, groups = [], {}
+def group_at_call_sites(costs: list[CauseCost]) -> list[CauseCost]:
+    kept: list[CauseCost] = []
+    groups: dict[tuple, list[tuple[CauseCost, tuple[str, ...]]]] = {}
     for cost in costs:
         site = _call_site(cost) if cost.source and is_library_file(cost.source) else None
         if site is None:
@@ -43,7 +45,7 @@ def group_at_call_sites(costs: list) -> list:
     return kept
 
 
-def _call_site(cost) -> tuple[str, tuple[str, ...]] | None:
+def _call_site(cost: CauseCost) -> tuple[str, tuple[str, ...]] | None:
     """The innermost user frame of the cost's stack, and the stack down to it; None without one."""
     frames = parse_stack("\n".join(cost.stack)).frames
     for i in range(len(frames) - 1, -1, -1):

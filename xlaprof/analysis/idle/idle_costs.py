@@ -6,9 +6,10 @@ stack, ``None`` where none was sampled), and returns one ``CauseCost`` per group
 time (device microseconds, summed over devices and workers), the number of pieces and the
 costliest stack of the group (outermost frame first, down to the line). Unattributed pieces at
 the window's edges that no stack explains form their own groups (``at_capture_edge``).
-``worker_cost_groups(w)`` is one worker's share of it (what a task on a cluster sends back) and
-``merge_cost_groups(parts, labels)`` merges those into the same ``CauseCost`` rows, each naming the
-workers (``labels``, in worker order) whose pieces it holds.
+``worker_cost_groups(w)`` is one worker's share of it (what a task on a cluster sends back: its
+``CostGroup``s, small frozen records that pickle) and ``merge_cost_groups(parts, labels)`` merges
+those into the same ``CauseCost`` rows, each naming the workers (``labels``, in worker order) whose
+pieces it holds.
 ``idle_by_line(costs)`` sums the groups that name a line over their spans: Python lines ranked by
 the idle time they caused, per cause, largest first. ``one_per_line(costs)`` merges the groups of
 one (cause, line) across spans into one ``CauseCost`` (the line a finding shows: the stacks', else
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from xlaprof.analysis.host.frames import line_text
+from xlaprof.analysis.host.frames import PyStack, line_text
 from xlaprof.analysis.idle.attribution import CAUSES, Cause
 
 EDGE_SPAN = -2  # marks unattributed pieces at the capture's edges
@@ -46,6 +47,26 @@ class CauseCost:
     workers: tuple[str, ...] = ()  # the workers whose idle time it holds, in worker order
 
 
+@dataclass(frozen=True)
+class CostGroup:
+    """One worker's gap pieces of one (cause, span, line, at edge): what ``worker_cost_groups`` returns."""
+
+    cause: Cause
+    span: str | None
+    span_source: str | None  # the span's own "file:line"
+    source: str | None  # the Python line behind the pieces, from their stacks
+    at_capture_edge: bool
+    idle_us: float
+    pieces: int
+    stack_us: float  # the idle time of its costliest stack
+    stack: PyStack | None  # its costliest stack; None where no piece had one
+
+    @property
+    def key(self) -> tuple:
+        """What the workers' groups are merged by."""
+        return self.cause, self.span, self.span_source, self.source, self.at_capture_edge
+
+
 @dataclass
 class LineIdle:
     source: str  # "file:line"
@@ -62,16 +83,16 @@ def cause_costs(workers) -> list[CauseCost]:
     return merge_cost_groups([worker_cost_groups(w) for w in workers], [w.worker.label for w in workers])
 
 
-def merge_cost_groups(per_worker: list[list[tuple]], labels: list[str]) -> list[CauseCost]:
+def merge_cost_groups(per_worker: list[list[CostGroup]], labels: list[str]) -> list[CauseCost]:
     """``CauseCost`` rows from the ``worker_cost_groups`` of each worker (in worker order, named by ``labels``)."""
     groups: dict[tuple, list] = defaultdict(lambda: [0.0, 0, -1.0, None, []])
     for label, rows in zip(labels, per_worker):
-        for key, us, n, best_us, stack in rows:
-            entry = groups[key]
-            entry[0] += us
-            entry[1] += n
-            if best_us > entry[2]:
-                entry[2], entry[3] = best_us, stack
+        for group in rows:
+            entry = groups[group.key]
+            entry[0] += group.idle_us
+            entry[1] += group.pieces
+            if group.stack_us > entry[2]:
+                entry[2], entry[3] = group.stack_us, group.stack
             if label not in entry[4]:
                 entry[4].append(label)
     costs = []
@@ -82,8 +103,8 @@ def merge_cost_groups(per_worker: list[list[tuple]], labels: list[str]) -> list[
     return costs
 
 
-def worker_cost_groups(w) -> list[tuple]:
-    """One worker's groups, small and picklable: ((cause, span, span source, line, at edge), idle us, pieces, best stack's us, best stack)."""
+def worker_cost_groups(w) -> list[CostGroup]:
+    """One worker's groups, small and picklable."""
     p = w.pieces
     if not len(p):
         return []
@@ -104,8 +125,8 @@ def worker_cost_groups(w) -> list[tuple]:
         edge = span_id == EDGE_SPAN
         name, span_source = (None, None) if edge else w.host.spans.label(span_id)
         stack = stacks[best_stack[g]] if best_stack[g] >= 0 else None
-        rows.append(((CAUSES[cause], name, span_source, sources[src] if src >= 0 else None, edge),
-                     float(sums[g]), int(counts[g]), float(best_us[g]), stack))
+        rows.append(CostGroup(CAUSES[cause], name, span_source, sources[src] if src >= 0 else None, edge,
+                              float(sums[g]), int(counts[g]), float(best_us[g]), stack))
     return rows
 
 

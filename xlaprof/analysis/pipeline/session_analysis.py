@@ -31,16 +31,12 @@ from xlaprof.analysis.compiles.compiles import (
     compile_records,
     summarize_compiles,
 )
+from xlaprof.analysis.compiles.recompiles import RecompileExplanation, merge_recompiles, with_changes
 from xlaprof.analysis.device.device_profile import DeviceProfile, GraphProfile, OpStat, merge_profiles
 from xlaprof.analysis.device.device_timeline import DeviceTimeline, device_timelines
 from xlaprof.analysis.device.programs import ProgramExecutions, compile_programs, program_executions
 from xlaprof.analysis.findings.findings import ExecutionCause, Finding, rank_findings
-from xlaprof.analysis.findings.recompiles import (
-    RecompileExplanation,
-    explain_findings,
-    merge_recompiles,
-    worker_recompiles,
-)
+from xlaprof.analysis.findings.recompile_findings import explained_findings
 from xlaprof.analysis.host.debug_file import DebugInfo, read_debug_file
 from xlaprof.analysis.host.host_activity import HostActivity
 from xlaprof.analysis.idle.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
@@ -149,8 +145,6 @@ class SessionAnalysis:
             given = read_debug_file(self.config.debug_file) if self.config.debug_file else None
             found = [analyze_worker(w, self.session.path, given)[0] for w in self.session.workers]
             self.analysed = [w for w in found if w is not None]
-            for w in self.analysed:
-                worker_recompiles(w.worker.label, w.compiles, w.hlo)  # marks each compile's change
         return self.analysed
 
     def _repr_html_(self) -> str:
@@ -292,15 +286,13 @@ def analyze(session: Session | str | os.PathLike, config: AnalysisConfig | None 
 def merge_summaries(session: Session, summaries: list[WorkerSummary], config: AnalysisConfig,
                     errors: list[str], analysed: list[WorkerAnalysis] | None = None) -> SessionAnalysis:
     """The session's analysis from its workers' summaries (in worker order)."""
-    compiles = summarize_compiles([r for w in summaries for r in w.compiles])
-    compiles.events = Table((dict(asdict(r), worker=w.worker.label) for w in summaries for r in w.compiles),
-                            ("worker",) + columns_of(CompileRecord))
+    compiles = summarize_compiles([r for w in summaries for r in w.compiles],
+                                  [w.worker.label for w in summaries for _ in w.compiles])
     reads = merge_reads([w.reads for w in summaries])
     executions = sorted((row for w in summaries for row in w.executions), key=lambda r: -r.count)
     costs = merge_cost_groups([w.cost_groups for w in summaries], [w.worker.label for w in summaries])
-    findings = rank_findings(costs, compiles, reads, _fallbacks(summaries), executions)
     recompiles = merge_recompiles([w.recompiles for w in summaries])
-    explain_findings(findings, recompiles)
+    findings = explained_findings(rank_findings(costs, compiles, reads, _fallbacks(summaries), executions), recompiles)
     return SessionAnalysis(session, summaries, Table(findings, columns_of(Finding)), compiles, reads,
                            compare_workers(summaries), executions, config, errors, recompiles,
                            Table(idle_by_line(costs), columns_of(LineIdle)), _notes(summaries), analysed)
@@ -339,10 +331,11 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     records = compile_records(host, debug)
     records = [r for r in records if window[0] <= r.start_us < window[1]]
     metrics = window_metrics(host.plane)
-    records += _compile_at_edge(pieces, window, host, metrics, len(records))
+    at_edge, pieces = _compile_at_edge(pieces, window, host, metrics, len(records))
+    records += at_edge
     programs = program_executions(devices, host)
     hlo = hlo_modules(space)
-    _link_programs(records, programs, hlo)
+    records = with_changes(_linked_programs(records, programs, hlo), hlo)
     reads = summarize_reads(host, busy_added(devices, programs, host.transfers_from_device))
     return WorkerAnalysis(worker, window, devices, host, pieces, records, reads,
                           step_table(devices, pieces, host, window), metrics, debug, programs, hlo)
@@ -375,14 +368,15 @@ HOST_WORK_UNDER_EDGE_COMPILE = (Cause.UNATTRIBUTED, Cause.HOST_BLOCKED, Cause.HO
 
 
 def _compile_at_edge(pieces: GapPieces, window: tuple[float, float], host: HostActivity,
-                     metrics: MetricsDelta | None, recorded: int) -> list[CompileRecord]:
+                     metrics: MetricsDelta | None, recorded: int) -> tuple[list[CompileRecord], GapPieces]:
     """Compiles running when the capture started or stopped have no compile event (a TraceMe
     begun before the capture is not recorded; one still open when it stops is dropped), but the
     capture holds their passes (``host.edge_compile``), or, at the start, the worker's metrics
     count one compile more than the capture shows. The unattributed idle time between the edge
     and the passes (at the start without passes: touching the window's start) is the compile's, as is
     the time the sampled stacks showed as the compiling thread's Python (blocked or running there:
-    a compile runs inside the call that traced its graph)."""
+    a compile runs inside the call that traced its graph). Returns those compiles' records and new
+    pieces with that time charged to compile (the given pieces are left as they are)."""
     w0, w1 = window
     unattributed = np.isin(pieces.cause, [CAUSES.index(c) for c in HOST_WORK_UNDER_EDGE_COMPILE])
     middle = (w0 + w1) / 2
@@ -403,17 +397,19 @@ def _compile_at_edge(pieces: GapPieces, window: tuple[float, float], host: HostA
         charged |= unattributed & (pieces.start_us + pieces.dur_us > at_stop.min())
         records.append(CompileRecord(float(at_stop.min()), w1 - float(at_stop.min()), None, None, None,
                                      cause=COMPILE_AT_STOP))
-    pieces.cause[charged] = CAUSES.index(Cause.COMPILE)
-    return records
+    cause = pieces.cause.copy()
+    cause[charged] = CAUSES.index(Cause.COMPILE)
+    return records, replace(pieces, cause=cause)
 
 
-def _link_programs(records: list[CompileRecord], programs: ProgramExecutions, hlo: HloModules) -> None:
-    """Each compile's program id (see ``programs.compile_programs``)."""
+def _linked_programs(records: list[CompileRecord], programs: ProgramExecutions, hlo: HloModules
+                     ) -> list[CompileRecord]:
+    """The records, each with its compile's program id (see ``programs.compile_programs``)."""
     starts = np.array([r.start_us for r in records])
     ends = starts + np.array([r.dur_us for r in records])
     ran = set(programs.program.tolist())
-    for record, program in zip(records, compile_programs(starts, ends, programs, [p for p in hlo.ids() if p not in ran])):
-        record.program_id = program
+    linked = compile_programs(starts, ends, programs, [p for p in hlo.ids() if p not in ran])
+    return [replace(record, program_id=program) for record, program in zip(records, linked)]
 
 
 def _event_extent(devices: list[DeviceTimeline], host: HostActivity) -> tuple[float, float]:

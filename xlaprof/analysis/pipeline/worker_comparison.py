@@ -24,6 +24,7 @@ import numpy as np
 
 from xlaprof.analysis.common.notebook_repr import short_repr
 from xlaprof.analysis.idle.attribution import CAUSES
+from xlaprof.analysis.pipeline.worker_summary import WorkerSummary
 
 MAX_ALIGNED_STEPS = 500
 STRAGGLER_RATIO = 1.10  # a worker 10% slower per step than the typical worker is a straggler
@@ -63,7 +64,7 @@ class WorkerComparison:
     slowest_in_steps: dict[str, int] = field(default_factory=dict)
 
 
-def compare_workers(workers: list) -> WorkerComparison:
+def compare_workers(workers: list[WorkerSummary]) -> WorkerComparison:
     stepped = [w for w in workers if len(w.steps)]
     per_worker = {}
     for w in stepped:
@@ -74,7 +75,7 @@ def compare_workers(workers: list) -> WorkerComparison:
     return WorkerComparison(_align(stepped), per_worker, _stragglers(stepped, per_worker), _slowest(stepped))
 
 
-def common_step_rows(workers: list) -> tuple[np.ndarray, list[np.ndarray]]:
+def common_step_rows(workers: list[WorkerSummary]) -> tuple[np.ndarray, list[np.ndarray]]:
     if not workers:
         return np.zeros(0, np.int64), []
     common = np.unique(workers[0].steps.step)
@@ -83,7 +84,7 @@ def common_step_rows(workers: list) -> tuple[np.ndarray, list[np.ndarray]]:
     return common, [_rows_of(w.steps.step, common) for w in workers]
 
 
-def _slowest(workers: list) -> dict[str, int]:
+def _slowest(workers: list[WorkerSummary]) -> dict[str, int]:
     if len(workers) < 2:
         return {}
     common, rows = common_step_rows(workers)
@@ -103,7 +104,7 @@ def _rows_of(steps: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return order[np.searchsorted(steps[order], wanted)]
 
 
-def _align(workers: list) -> list[AlignedStep]:
+def _align(workers: list[WorkerSummary]) -> list[AlignedStep]:
     if len(workers) < 2:
         return []
     common = set(workers[0].steps.step.tolist())
@@ -120,7 +121,7 @@ def _align(workers: list) -> list[AlignedStep]:
     return rows
 
 
-def _stragglers(workers: list, per_worker: dict[str, WorkerSteps]) -> list[Straggler]:
+def _stragglers(workers: list[WorkerSummary], per_worker: dict[str, WorkerSteps]) -> list[Straggler]:
     if len(workers) < 2:
         return []
     typical = float(np.median([p.median_step_us for p in per_worker.values()]))

@@ -20,9 +20,9 @@ from xlaprof.analysis.common.notebook_repr import short_repr
 from xlaprof.analysis.compiles.compiles import CompileRecord
 from xlaprof.analysis.device.device_profile import GraphProfile, worker_graphs
 from xlaprof.analysis.findings.findings import ExecutionCause
-from xlaprof.analysis.findings.recompiles import RecompileExplanation, worker_recompiles
+from xlaprof.analysis.compiles.recompiles import RecompileExplanation, worker_recompiles
 from xlaprof.analysis.idle.attribution import CAUSES
-from xlaprof.analysis.idle.idle_costs import worker_cost_groups
+from xlaprof.analysis.idle.idle_costs import CostGroup, worker_cost_groups
 from xlaprof.analysis.idle.reads import ReadSummary
 from xlaprof.analysis.idle.steps import StepTable
 from xlaprof.session import Worker
@@ -62,7 +62,7 @@ class WorkerSummary:
     compiles: list[CompileRecord]
     reads: ReadSummary
     executions: list[ExecutionCause]  # from the worker's debug file
-    cost_groups: list[tuple]  # ``idle_costs.worker_cost_groups``
+    cost_groups: list[CostGroup]  # ``idle_costs.worker_cost_groups``
     graphs: list[GraphProfile]  # ``device_profile.worker_graphs``
     recompiles: list[RecompileExplanation]  # ``recompiles.worker_recompiles``
     gap_count: int
@@ -71,7 +71,7 @@ class WorkerSummary:
 
 
 def summarize_worker(w, top_gaps: int | None) -> WorkerSummary:
-    """``w``: a ``WorkerAnalysis``. Marks its compile records' ``changed`` (``worker_recompiles``)."""
+    """``w``: a ``WorkerAnalysis``."""
     label = w.worker.label
     executions = [ExecutionCause(label, cause, frame, n) for (cause, frame), n in w.debug.executions.items()]
     light = Worker(w.worker.name, w.worker.host, w.worker.port, w.worker.path, w.worker.manifest)

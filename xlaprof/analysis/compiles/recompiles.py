@@ -1,10 +1,13 @@
 """Why it recompiled: the graphs compiled at one place, compared through their compiled HLO.
 
 Contract:
-- ``explain_recompiles(workers)`` takes, per worker, its label, compile records (each with the
-  ``program_id`` that ``programs.compile_programs`` linked) and ``HloModules``. It sets each
-  record's ``changed`` (what changed vs the previous graph compiled at its place, one phrase per
-  difference, "; "-joined) and returns one ``RecompileExplanation`` per place that compiled more
+- ``with_changes(records, modules)`` returns new compile records (each with the ``program_id``
+  that ``programs.compile_programs`` linked), in the given order, each with its ``changed``: what
+  changed vs the previous graph compiled at its place, one phrase per difference, "; "-joined
+  (None for a place's first graph, or where the capture holds no HLO for it). The given records
+  are left as they are.
+- ``explain_recompiles(workers)`` takes, per worker, its label, compile records and ``HloModules``,
+  and returns one ``RecompileExplanation`` per place that compiled more
   than one distinct graph (graph hash), most compile time first. A place is the span (name and
   ``file:line``) the compile happened in, as in ``CompileSummary``; compiles outside any span
   are told apart by graph family (same input and output ranks).
@@ -28,8 +31,7 @@ Contract:
   capture holds no HLO for the graphs). ``summary`` says it in a sentence, ``advice`` how to fix it.
 - ``worker_recompiles(label, records, modules)`` is one worker's part of it (what a task on a
   cluster sends back) and ``merge_recompiles(parts)`` merges the parts as ``explain_recompiles`` does.
-- ``explain_findings(findings, explanations)`` appends each place's summary to the detail of
-  its recompilation finding and gives it the explanation's advice instead of the generic one.
+The explanations complete the recompilation findings in ``findings.recompile_findings``.
 """
 from __future__ import annotations
 
@@ -40,7 +42,6 @@ from enum import Enum
 from xlaprof.analysis.compiles import signature_diff as diff
 from xlaprof.analysis.compiles.compiles import CompileRecord
 from xlaprof.analysis.compiles.inner_shapes import InnerShapes, varying_intermediates
-from xlaprof.analysis.findings.findings import Finding, FindingKind
 from xlaprof.analysis.host.span_index import NO_SPAN
 from xlaprof.hlo import GraphSignature, HloModules
 
@@ -135,11 +136,11 @@ def explain_recompiles(workers: list[tuple[str, list[CompileRecord], HloModules]
 
 
 def worker_recompiles(label: str, records: list[CompileRecord], modules: HloModules) -> list[RecompileExplanation]:
-    """One worker's explanations (marking its records' ``changed``), for ``merge_recompiles``."""
+    """One worker's explanations, for ``merge_recompiles``."""
     found = []
-    for place, group in _places(records, modules).items():
+    for place, members in _places(records, modules).items():
+        group = [records[k] for k in members]
         graphs = _distinct_graphs(group)
-        _mark_changes(group, modules)
         if len(graphs) < 2:
             continue
         explanation = _explain(place, graphs, group, modules)
@@ -166,27 +167,29 @@ def merge_recompiles(per_worker: list[list[RecompileExplanation]]) -> list[Recom
     return sorted(found.values(), key=lambda e: -e.compile_us)
 
 
-def explain_findings(findings: list[Finding], explanations: list[RecompileExplanation]) -> None:
-    by_span: dict[str, list[RecompileExplanation]] = {}
-    for e in explanations:
-        by_span.setdefault(e.span, []).append(e)
-    for finding in findings:
-        if finding.kind is not FindingKind.RECOMPILATION:
-            continue
-        mine = by_span.get(finding.span or NO_SPAN, [])
-        if mine:
-            finding.detail += ". " + " ".join(e.summary for e in mine)
-            finding.advice = " ".join(dict.fromkeys(e.advice for e in mine))
+def with_changes(records: list[CompileRecord], modules: HloModules) -> list[CompileRecord]:
+    """New records, each with what changed vs the previous graph compiled at its place (see the contract)."""
+    changed: dict[int, str] = {}
+    for members in _places(records, modules).values():
+        previous = None
+        for k in members:
+            current = _signature(modules, records[k])
+            if previous is not None and current is not None:
+                changed[k] = "; ".join(diff.changes(previous, current)) or "the same compiled program"
+            previous = current if current is not None else previous
+    return [replace(r, changed=changed.get(k, r.changed)) for k, r in enumerate(records)]
 
 
-def _places(records: list[CompileRecord], modules: HloModules) -> dict[tuple, list[CompileRecord]]:
-    places: dict[tuple, list[CompileRecord]] = {}
-    for r in sorted(records, key=lambda r: r.start_us):
+def _places(records: list[CompileRecord], modules: HloModules) -> dict[tuple, list[int]]:
+    """The records' indices by place, each place's in compile order."""
+    places: dict[tuple, list[int]] = {}
+    for k in sorted(range(len(records)), key=lambda k: records[k].start_us):
+        r = records[k]
         family = None
         if r.span is None:
             signature = _signature(modules, r)
             family = signature.family if signature is not None else None
-        places.setdefault((r.span or NO_SPAN, r.source, family), []).append(r)
+        places.setdefault((r.span or NO_SPAN, r.source, family), []).append(k)
     return places
 
 
@@ -203,15 +206,6 @@ def _distinct_graphs(group: list[CompileRecord]) -> list[CompileRecord]:
 def _signature(modules: HloModules, record: CompileRecord) -> GraphSignature | None:
     module = modules.get(record.program_id)
     return module.signature if module is not None else None
-
-
-def _mark_changes(group: list[CompileRecord], modules: HloModules) -> None:
-    previous = None
-    for r in group:
-        current = _signature(modules, r)
-        if previous is not None and current is not None:
-            r.changed = "; ".join(diff.changes(previous, current)) or "the same compiled program"
-        previous = current if current is not None else previous
 
 
 def _explain(place: tuple, graphs: list[CompileRecord], group: list[CompileRecord], modules: HloModules
