@@ -142,6 +142,30 @@ def test_a_read_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_
     assert read["source"] == "/work/train.py:33"
 
 
+def test_an_ops_cpu_fallback_is_a_read_until_its_result_is_uploaded(tmp_path):
+    """The autograd engine's thread runs an op's CPU fallback: its input read (a transfer of 80 us),
+    the op computed on the CPU (no event, 300 us), its result uploaded (20 us). The whole call is
+    the read, named at the training thread's backward line; an upload after the thread's next
+    runtime event is another op's."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event("SyncTensorsGraphInternal", 850, 30)
+    engine = host.line("pt_autograd_0", line_id=2)
+    engine.event("PjRtComputationClient::TransferFromDevice", 120, 80)
+    engine.event("PjRtComputationClient::TransferToDevice", 500, 20)
+    engine.event("PjRtComputationClient::TransferFromDevice", 600, 50)
+    engine.event("SyncTensorsGraphInternal", 700, 10)
+    engine.event("PjRtComputationClient::TransferToDevice", 750, 20)
+    stacks = {"main": MAIN, "backward": f"{MAIN}\n/work/train.py:33 step\n/venv/lib/python3.11/site-packages/torch/"
+                                        "_tensor.py:625 backward"}
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 840, "backward"), (840, 1000, "main")],
+                      stacks=stacks, cpu_share={"main": 1.0, "backward": 0.05})
+    out = report(tmp_path, builder)
+    assert out["transfers_from_device"]["by_source"] == {"/work/train.py:33": 2}
+    read = next(f for f in out["findings"] if f["kind"] == "transfer_from_device")
+    assert read["lost_us"] == pytest.approx((520 - 120) + (650 - 600))
+
+
 def test_steps_without_spans_run_from_one_sync_to_the_next(tmp_path):
     """No step spans and no device Steps line: the training thread's explicit syncs bound the steps."""
     builder, host = frame()

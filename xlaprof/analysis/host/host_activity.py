@@ -9,7 +9,11 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   recorded the thread's stacks, the call began when the run of samples holding the read began
   (the same Python line, nothing deeper); without stacks, at the start of the chain of runtime
   events (tracing, barrier) before the transfer on its thread, each within ``READ_JOIN_US`` of the
-  next. ``EventSet.rows`` still name the transfer events themselves.
+  next. A read on a thread that runs no Python (the autograd engine's, running an op's CPU
+  fallback inside ``loss.backward()``: its inputs read, the op computed on the CPU, its result
+  uploaded) ends where the op's result is uploaded (``_fallback_calls``): the fallback's CPU work
+  belongs to the read that took it off the device. ``EventSet.rows`` still name the transfer
+  events themselves.
 - ``transfers_to_device``, ``compiles`` (graph-level ``XLAGraphExecutor::Compile`` with its
   ``graph_hash``; the backend compile where no graph-level event exists), ``edge_compile``: the
   compiler's passes of a compile that began before the capture (``span_index.compiler_rows``),
@@ -157,6 +161,8 @@ class HostActivity:
             main_line = next((line for line, name in stacks.thread_names.items() if name == MAIN_THREAD), busiest)
         chain = EventSet.of(plane, np.setdiff1d(runtime_rows, boundary_rows))
         tfd, read_stack = _read_calls(EventSet.of(plane, tfd_rows), chain, EventSet.of(plane, boundary_rows), stacks)
+        uploads = EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE))
+        tfd = _fallback_calls(tfd, uploads, chain, stacks)
         read_stack = _waited_for(tfd, read_stack, stacks, main_line)
         compile_rows = plane.rows_named(vocabulary.GRAPH_COMPILE)
         if compile_rows.size == 0:
@@ -166,8 +172,7 @@ class HostActivity:
         compile_hashes = [stat_text(hashes.get(int(r))) for r in compiles.rows]
         unsampled_spans = spans.rows[~np.isin(spans.line, np.array(stacks.sampled_lines, np.int32))]
         span_rows = np.union1d(runtime_rows, unsampled_spans)
-        return HostActivity(plane, tfd, EventSet.of(plane, plane.rows_named(vocabulary.TRANSFER_TO_DEVICE)),
-                            compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
+        return HostActivity(plane, tfd, uploads, compiles, compile_hashes, EventSet.of(plane, span_rows), spans, main_line,
                             stacks, python_lines, EventSet.of(plane, passes), read_stack,
                             _waited_for(compiles, _compile_stacks(compiles, tfd, read_stack, stacks), stacks,
                                         main_line))
@@ -185,6 +190,29 @@ class HostActivity:
     def spans_at(self, lines: np.ndarray, times: np.ndarray) -> np.ndarray:
         """``span_at`` for each (line, time) pair at once."""
         return self.spans.innermost_all(np.where(lines >= 0, lines, self.main_line), times)
+
+
+def _fallback_calls(reads: EventSet, uploads: EventSet, runtime: EventSet, stacks: StackSamples) -> EventSet:
+    """``reads`` with each read on a thread that runs no Python (where the sampler ran: it samples
+    every Python thread) ending where the first upload on its thread after it ends, if that upload
+    begins before the thread's next read or runtime event: an op's CPU fallback (inputs read, the op
+    computed on the CPU, its result uploaded), whose CPU work belongs to the read."""
+    if not len(reads) or not len(uploads) or not len(stacks):
+        return reads
+    end = reads.end.copy()
+    no_python = ~np.isin(reads.line, np.array(stacks.sampled_lines, np.int32))
+    for line in np.unique(reads.line[no_python]).tolist():
+        mine = np.flatnonzero(reads.line == line)
+        u_start, u_end = uploads.start[uploads.line == line], uploads.end[uploads.line == line]
+        r_start = np.sort(runtime.start[runtime.line == line])
+        after = np.searchsorted(u_start, reads.end[mine], side="left")
+        found = after < u_start.size
+        upload_start = np.where(found, u_start[np.minimum(after, u_start.size - 1)], np.inf)
+        next_read = np.append(reads.start[mine][1:], np.inf)
+        next_runtime = np.append(r_start, np.inf)[np.searchsorted(r_start, reads.end[mine], side="left")]
+        fallback = found & (upload_start < np.minimum(next_read, next_runtime))
+        end[mine[fallback]] = np.maximum(end[mine[fallback]], u_end[after[fallback]])
+    return EventSet(reads.rows, reads.start, end, reads.line)
 
 
 def _waited_for(events: EventSet, event_stack: np.ndarray, stacks: StackSamples, main_line: int) -> np.ndarray:
