@@ -15,6 +15,14 @@ from xlaprof.xspace import vocabulary
 
 MAIN = "/work/train.py:10 <module>\n/work/train.py:20 step"
 READ_LINE = "/work/train.py:30"
+BACKWARD = f"{MAIN}\n/work/train.py:33 step\n/venv/lib/python3.11/site-packages/torch/_tensor.py:625 backward"
+
+
+def sample_backward(host, begins: float, ends: float) -> None:
+    """The training thread in ``loss.backward()`` (train.py:33, blocked in torch) from ``begins`` to
+    ``ends``, running its loop's Python before and after."""
+    add_stack_samples(host, thread_line_id=1, runs=[(0, begins, "main"), (begins, ends, "backward"), (ends, 1000, "main")],
+                      stacks={"main": MAIN, "backward": BACKWARD}, cpu_share={"main": 1.0, "backward": 0.05})
 
 
 def frame():
@@ -132,10 +140,7 @@ def test_a_read_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_
     engine = host.line("pt_autograd_0", line_id=2)
     engine.event("TensorCollectionBarrier", 300, 20)
     engine.event("PjRtComputationClient::TransferFromDevice", 320, 80)
-    stacks = {"main": MAIN, "backward": f"{MAIN}\n/work/train.py:33 step\n/venv/lib/python3.11/site-packages/torch/"
-                                        "_tensor.py:625 backward"}
-    add_stack_samples(host, thread_line_id=1, runs=[(0, 200, "main"), (200, 800, "backward"), (800, 1000, "main")],
-                      stacks=stacks, cpu_share={"main": 1.0, "backward": 0.05})
+    sample_backward(host, 200, 800)
     out = report(tmp_path, builder)
     assert out["transfers_from_device"]["by_source"] == {"/work/train.py:33": 1}
     read = next(f for f in out["findings"] if f["kind"] == "transfer_from_device")
@@ -156,10 +161,7 @@ def test_an_ops_cpu_fallback_is_a_read_until_its_result_is_uploaded(tmp_path):
     engine.event("PjRtComputationClient::TransferFromDevice", 600, 50)
     engine.event("SyncTensorsGraphInternal", 700, 10)
     engine.event("PjRtComputationClient::TransferToDevice", 750, 20)
-    stacks = {"main": MAIN, "backward": f"{MAIN}\n/work/train.py:33 step\n/venv/lib/python3.11/site-packages/torch/"
-                                        "_tensor.py:625 backward"}
-    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 840, "backward"), (840, 1000, "main")],
-                      stacks=stacks, cpu_share={"main": 1.0, "backward": 0.05})
+    sample_backward(host, 100, 840)
     out = report(tmp_path, builder)
     assert out["transfers_from_device"]["by_source"] == {"/work/train.py:33": 2}
     read = next(f for f in out["findings"] if f["kind"] == "transfer_from_device")
@@ -186,10 +188,7 @@ def test_a_compile_on_a_thread_without_python_is_at_the_line_that_waits_for_it(t
     python.event("SyncTensorsGraphInternal", 850, 30)
     engine = host.line("pt_autograd_0", line_id=2)
     engine.event("XLAGraphExecutor::Compile", 250, 400, graph_hash="g")
-    stacks = {"main": MAIN, "backward": f"{MAIN}\n/work/train.py:33 step\n/venv/lib/python3.11/site-packages/torch/"
-                                        "_tensor.py:625 backward"}
-    add_stack_samples(host, thread_line_id=1, runs=[(0, 200, "main"), (200, 800, "backward"), (800, 1000, "main")],
-                      stacks=stacks, cpu_share={"main": 1.0, "backward": 0.05})
+    sample_backward(host, 200, 800)
     out = report(tmp_path, builder)
     assert [e["source"] for e in out["compile_events"]] == ["/work/train.py:33"]
 
