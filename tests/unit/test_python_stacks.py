@@ -221,14 +221,16 @@ def test_sampled_host_time_is_tracing_when_running_or_waiting_in_torch_and_block
     assert ("/work/train.py:20", "host_tracing") in lines and ("/work/model.py:5", "host_tracing") in lines
 
 
-def _marked_read_capture(library: str, *, sampled: str) -> bytes:
+def _marked_read_capture(library: str, *, sampled: str, synced_until: float | None = None) -> bytes:
     """``capture``'s read, its call marked by the reading op [390, 555] (collectors/read_calls.py).
     ``sampled``: "none" (no sampler), "neighbour" (the sampler saw only the training step's line: it
     slept through the read) or "line" (it saw the reading line from 300 on, inside torch's Python:
-    the statement that reads began there)."""
+    the statement that reads began there). ``synced_until``: an explicit sync on the thread ends then."""
     builder, host = scenario()
     python = host.line("python", line_id=1)
     python.event("reporting", 100, 500)
+    if synced_until is not None:
+        python.event("StepMarker", synced_until - 40, 40)
     python.event("TensorCollectionBarrier", 400, 50)
     marked = f"{MAIN}\n{library}:3 lookup"
     python.event(vocabulary.READ_CALL_EVENT, 390, 165, **{vocabulary.PY_READ_STACK_STAT: marked})
@@ -255,6 +257,15 @@ def test_a_read_whose_call_the_op_marked_is_at_the_marked_line_from_the_lines_st
     if sampled == "neighbour":  # the marked call is a reading stack: a sampled run is never taken for the read
         assert ("/work/train.py:20", "transfer_from_device") not in {(r["source"], r["cause"])
                                                                     for r in out["idle_by_line"]}
+
+
+def test_a_marked_reads_call_never_reaches_back_over_a_sync_on_its_thread(tmp_path, library):
+    """A step closure's read: the sampler, kept off the GIL by the sync, first saw the closure's line
+    late and placed its run from 300 on, where the thread was still in the sync (ending at 340): the
+    read's call begins after the sync, not with the sampled run."""
+    out = analysis_json(analysed(tmp_path, _marked_read_capture(library, sampled="line", synced_until=340.0)))
+    read = next(g for g in out["gaps"] if g["cause"] == "transfer_from_device")
+    assert (read["start_us"], read["source"]) == (340.0, f"{library}:3")
 
 
 def test_a_sampled_threads_window_ends_at_its_last_sample_not_at_bookkeeping_recorded_after_it(tmp_path):

@@ -15,7 +15,8 @@ from xlaprof.xspace import vocabulary
 
 MAIN = "/work/train.py:10 <module>\n/work/train.py:20 step"
 READ_LINE = "/work/train.py:30"
-BACKWARD = f"{MAIN}\n/work/train.py:33 step\n/venv/lib/python3.11/site-packages/torch/_tensor.py:625 backward"
+TORCH = "/venv/lib/python3.11/site-packages/torch"
+BACKWARD = f"{MAIN}\n/work/train.py:33 step\n{TORCH}/_tensor.py:625 backward\n{TORCH}/autograd/graph.py:841 _engine_run_backward"
 
 
 def sample_backward(host, begins: float, ends: float) -> None:
@@ -145,6 +146,24 @@ def test_a_read_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_
     assert out["transfers_from_device"]["by_source"] == {"/work/train.py:33": 1}
     read = next(f for f in out["findings"] if f["kind"] == "transfer_from_device")
     assert read["source"] == "/work/train.py:33"
+
+
+def test_a_read_without_python_is_at_the_backward_the_sampler_placed_a_little_early(tmp_path):
+    """The sampler placed the training thread's runs up to a few ms off: the engine thread's read
+    [860, 880] falls in the run after the backward (the optimizer's step, train.py:34), 60 us after
+    the backward's run ended; the call that waited for it is still the backward, the nearest run
+    inside the autograd engine's entry."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event("SyncTensorsGraphInternal", 950, 30)
+    host.line("pt_autograd_0", line_id=2).event("PjRtComputationClient::TransferFromDevice", 860, 20)
+    optimizer = f"{MAIN}\n/work/train.py:34 step\n{TORCH}/optim/sgd.py:80 step"
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 800, "backward"), (800, 900, "optimizer"),
+                                                     (900, 1000, "main")],
+                      stacks={"main": MAIN, "backward": BACKWARD, "optimizer": optimizer},
+                      cpu_share={"main": 1.0, "backward": 0.05, "optimizer": 1.0})
+    out = report(tmp_path, builder)
+    assert out["transfers_from_device"]["by_source"] == {"/work/train.py:33": 1}
 
 
 def test_an_ops_cpu_fallback_is_a_read_until_its_result_is_uploaded(tmp_path):

@@ -61,6 +61,10 @@ from xlaprof.xspace.reader import XSpaceData
 READ_JOIN_US = 200.0
 # A read returned this long before the next began: the thread ran other Python in between.
 READ_RETURN_US = 100.0
+# A sampled run is placed within about a sampling period of where the thread really was (a few ms on
+# a loaded host): an event of a thread without Python is waited for by a run in torch this near it.
+WAIT_NEAR_US = 5000.0
+AUTOGRAD_ENTRY = "/torch/autograd/"  # the engine's callers: backward(), autograd.grad()
 # A read's span is the one open just before the read ends: its Python call (the whole reading call,
 # see the contract) may have begun before the span that reads.
 READ_SPAN_BEFORE_END_US = 1e-3
@@ -219,14 +223,38 @@ def _waited_for(events: EventSet, event_stack: np.ndarray, stacks: StackSamples,
     """``event_stack`` with the events of threads that run no Python (the sampler, which samples every
     Python thread, never saw them: the autograd engine's, running an op's CPU fallback or compiling
     the graph it needs) and no stack yet named by the training thread's stack at the event's end: the
-    call that waits for it (``loss.backward()``) cannot have returned before it."""
+    call that waits for it (``loss.backward()``) cannot have returned before it. The training
+    thread's runs are placed within a few sampling periods of where they really were, so its run
+    inside the autograd engine's entry (``torch/autograd/``: the engine's caller) nearest the event,
+    within ``WAIT_NEAR_US``, is the call that waited; without one, the stack at the event's end."""
     no_python = ~np.isin(events.line, np.array(stacks.sampled_lines, np.int32)) & (event_stack < 0)
     if not no_python.any() or main_line < 0 or not len(stacks):
         return event_stack
     named = event_stack.copy()
     pick = np.flatnonzero(no_python)
-    named[pick] = stacks.at(np.full(pick.size, main_line, np.int64), events.end[pick])
+    at_end = stacks.at(np.full(pick.size, main_line, np.int64), events.end[pick])
+    named[pick] = _nearest_engine_call(stacks, main_line, events.start[pick], events.end[pick], at_end)
     return named
+
+
+def _nearest_engine_call(stacks: StackSamples, line: int, starts: np.ndarray, ends: np.ndarray,
+                         stack_ids: np.ndarray) -> np.ndarray:
+    """``stack_ids`` (per event [start, end]), each replaced by the stack of ``line``'s run inside the
+    autograd engine's entry nearest the event, where one is within ``WAIT_NEAR_US`` (the one holding
+    the event's end first)."""
+    in_engine = np.array([bool(s.frames) and AUTOGRAD_ENTRY in s.frames[-1].file for s in stacks.stacks] + [False])
+    run_start, run_end, run_stack, _ = stacks.runs_on(line)
+    waits = in_engine[run_stack]
+    w_start, w_end, w_stack = run_start[waits], run_end[waits], run_stack[waits]
+    if not w_start.size:
+        return stack_ids
+    before = np.clip(np.searchsorted(w_start, ends, side="right") - 1, 0, w_start.size - 1)
+    after = np.minimum(before + 1, w_start.size - 1)
+
+    def distance(k: np.ndarray) -> np.ndarray:
+        return np.maximum(0.0, np.maximum(w_start[k] - ends, starts - w_end[k]))
+    nearest = np.where(distance(before) <= distance(after), before, after)
+    return np.where(distance(nearest) <= WAIT_NEAR_US, w_stack[nearest], stack_ids)
 
 
 def _compile_stacks(compiles: EventSet, reads: EventSet, read_stack: np.ndarray,
@@ -250,8 +278,11 @@ def _in_runtime(stack: PyStack) -> bool:
 def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
                 stacks: StackSamples) -> tuple[EventSet, np.ndarray]:
     """Each read extended to the Python call that made it (see the contract), and
-    the stack id of that call (``StackSamples.reads_on``; -1 where unknown). A chain of runtime
-    events never reaches back over a step boundary (an explicit sync)."""
+    the stack id of that call (``StackSamples.reads_on``; -1 where unknown). A read's call never
+    reaches back over a step boundary (an explicit sync) on its thread: neither a chain of runtime
+    events nor the sampled run of its line (whose start the sampler may see late: a step closure's
+    line, first sampled once the sync released the GIL, would take the sync and the optimizer's
+    step before it)."""
     read_stack = np.full(len(reads), -1, np.int64)
     if not len(reads):
         return reads, read_stack
@@ -267,8 +298,9 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
                              np.where(last_boundary >= 0, boundary, -np.inf))
         read_stack[mine], seen_begun, end[mine] = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
         previous_end = -np.inf
-        for i, begun, chain in zip(mine.tolist(), seen_begun.tolist(), chained.tolist()):
-            start[i] = max(min(chain if begun == -np.inf else begun, reads.start[i]), previous_end)
+        after_sync = np.where(last_boundary >= 0, boundary, -np.inf)
+        for i, begun, chain, synced in zip(mine.tolist(), seen_begun.tolist(), chained.tolist(), after_sync.tolist()):
+            start[i] = max(min(chain if begun == -np.inf else begun, reads.start[i]), previous_end, synced)
             previous_end = end[i]
     return EventSet(reads.rows, start, end, reads.line), read_stack
 
