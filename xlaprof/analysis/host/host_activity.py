@@ -61,9 +61,10 @@ from xlaprof.xspace.reader import XSpaceData
 READ_JOIN_US = 200.0
 # A read returned this long before the next began: the thread ran other Python in between.
 READ_RETURN_US = 100.0
-# A sampled run is placed within about a sampling period of where the thread really was (a few ms on
-# a loaded host): an event of a thread without Python is waited for by a run in torch this near it.
-WAIT_NEAR_US = 5000.0
+# A sampled run is placed within a few sampling periods of where the thread really was (4 ms each at
+# the default 250 Hz, backing off to 8 ms on a loaded host; at 5 ms, 8% of a CPU fallback's reads
+# found no run of the backward): an event of a thread without Python is waited for by a run this near.
+WAIT_NEAR_US = 20000.0
 AUTOGRAD_ENTRY = "/torch/autograd/"  # the engine's callers: backward(), autograd.grad()
 # A read's span is the one open just before the read ends: its Python call (the whole reading call,
 # see the contract) may have begun before the span that reads.
