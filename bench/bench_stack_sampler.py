@@ -6,7 +6,7 @@ Python-heavy step: many small ops, one sync). Each run warms the step up, then t
 steps under three conditions, interleaved so that drift and other load hit all of them alike:
 - ``none``: no capture (the sampler idle);
 - ``off``: an in-process capture with ``stack_hz=0``;
-- ``on``: a capture at ``--hz`` (default 250, the sampler's default).
+- ``on``: a capture at ``--hz`` (default 1000).
 Each block's median step time (and the main thread's CPU time per step, less sensitive to other
 load on the machine than wall time) is one observation. A round runs one block of each condition
 back to back (their order rotating); per condition it reports the median block over all runs, and
@@ -212,7 +212,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", choices=WORKLOADS, action="append", help="default: both")
     parser.add_argument("--runs", type=int, default=3, help="fresh processes per workload (default 3)")
-    parser.add_argument("--hz", type=float, default=250, help="the sampler's rate when on (default 250, the sampler's)")
+    parser.add_argument("--hz", type=float, default=1000, help="the sampler's rate when on (default 1000)")
     parser.add_argument("--steps", type=int, default=40, help="steps per block (default 40)")
     parser.add_argument("--blocks", type=int, default=6, help="blocks per condition and run (default 6)")
     parser.add_argument("--switch-interval-ms", type=float, default=None,

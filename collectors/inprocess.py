@@ -38,8 +38,8 @@ class profile:  # noqa: N801 - used like a function
         name: the run name (default a timestamp; never overwrites an existing run).
         steps: record only these ``xlaprof.step`` numbers, a ``range`` with step 1 (e.g.
             ``range(0, 20)``: the first 20 steps, compiles included); default: the whole block.
-        stack_hz: Python stack samples per second and thread while recording (default 250,
-            i.e. one per 4 ms; 0 turns stack sampling off; at most 10000).
+        stack_hz: Python stack samples per second and thread while recording (default 1000,
+            i.e. one per millisecond; 0 turns stack sampling off; at most 10000).
     After the block, ``path`` is the session directory, ready for ``xlaprof analyze`` (None when
     ``steps`` named no step that ran). Raises ``XlaprofError`` for a bad run name, ``steps`` or
     ``stack_hz``, or a second step-scheduled capture while one is active; ``MissingExtraError``

@@ -80,7 +80,7 @@ def start_server(port: int = 9012, *, per_process: bool | None = None,
             ``torch_xla.launch``/``xmp.spawn``/torchrun). Default: on when the launcher's
             environment says there are several local processes.
         stack_hz: Python stack samples per second and thread while a capture records
-            (default 250, i.e. one per 4 ms; 0 turns stack sampling off; at most 10000).
+            (default 1000, i.e. one per millisecond; 0 turns stack sampling off; at most 10000).
     Returns the port served, also printed on stderr. Idempotent: a second call returns the
     running server's port (and sets ``stack_hz``). Also starts the metrics sampler, which
     records torch_xla counters into captures, and the stack sampler, which records the Python

@@ -47,7 +47,7 @@ try:
 except ImportError as _not_built:  # installed where no C compiler was: no stacks, said once at the first capture
     Watcher, _WATCHER_MISSING = None, str(_not_built)
 
-DEFAULT_RATE_HZ = 250
+DEFAULT_RATE_HZ = 1000
 MAX_RATE_HZ = 10_000  # beyond this the sleep between samples is below the OS timer's resolution
 POLL_S = 0.05  # how soon a capture's threads get their emitters
 MAX_EVENT_S = 0.1  # an event is cut (closed and reopened) at this age: what a stopped capture may lose

@@ -5,7 +5,7 @@ The public API (see ``help(xlaprof.<name>)`` for each):
 In the training process (needs torch_xla, the ``worker`` extra):
 - ``start_server(port=9012)``: the profiler server that ``xlaprof capture`` pulls from; while a
   capture records, the Python stacks of the process's threads are sampled into it
-  (``stack_hz=250`` samples per second, 0 = off; ``profile`` takes it too).
+  (``stack_hz=1000`` samples per second, 0 = off; ``profile`` takes it too).
 - ``trace(name, **meta)``: a named span, as ``@xlaprof.trace("fwd")`` or ``with xlaprof.trace("fwd"):``.
 - ``step(n, name="train_step")``: a step span, ``with xlaprof.step(n):``.
 - ``profile(logdir)``: capture this process in-process, ``with xlaprof.profile("logs") as run:``;

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import xlaprof
+from collectors import stack_sampler
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
 from xlaprof.errors import XlaprofError
@@ -66,7 +67,7 @@ def test_stack_hz_must_be_a_rate_from_0_to_10000(stack_hz):
 
 def test_stack_hz_accepts_off_and_the_default():
     assert xlaprof.profile("logs", stack_hz=0).stack_hz == 0
-    assert xlaprof.profile("logs").stack_hz == 1000 == inspect.signature(xlaprof.start_server).parameters[
+    assert xlaprof.profile("logs").stack_hz == stack_sampler.DEFAULT_RATE_HZ == inspect.signature(xlaprof.start_server).parameters[
         "stack_hz"].default
 
 

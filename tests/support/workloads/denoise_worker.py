@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spans", choices=("none", "xp"), default="none")
     parser.add_argument("--no-scheduler-reads", dest="scheduler_reads", action="store_false")
     parser.add_argument("--closure-every", type=int, default=0)
-    parser.add_argument("--stack-hz", type=int, default=250)
+    parser.add_argument("--stack-hz", type=int, default=1000)
     parser.add_argument("--host-work-ms", type=float, default=0.0,
                         help="host work (a sleep: no CPU) after the scheduler, before the sync")
     ab_harness.add_options(parser)

@@ -61,8 +61,8 @@ from xlaprof.xspace.reader import XSpaceData
 READ_JOIN_US = 200.0
 # A read returned this long before the next began: the thread ran other Python in between.
 READ_RETURN_US = 100.0
-# A sampled run is placed within a few sampling periods of where the thread really was (4 ms each at
-# the default 250 Hz, backing off to 8 ms on a loaded host; at 5 ms, 8% of a CPU fallback's reads
+# A sampled run is placed within a few sampling periods of where the thread really was (1 ms each at
+# the default 1 kHz, backing off to 8 ms on a loaded host; at 5 ms, 2-8% of a CPU fallback's reads
 # found no run of the backward): an event of a thread without Python is waited for by a run this near.
 WAIT_NEAR_US = 20000.0
 AUTOGRAD_ENTRY = "/torch/autograd/"  # the engine's callers: backward(), autograd.grad()

@@ -41,7 +41,7 @@ from xlaprof.analysis.host.frames import PyStack, parse_stack
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 
-LAG_US = 2000.0  # how late the sampler may first see a stack (at 1 kHz plus the GIL wait; 4 ms measured alike at 250 Hz)
+LAG_US = 2000.0  # how late the sampler may first see a stack (1 kHz, plus waiting for the GIL)
 MERGE_US = 1000.0  # consecutive samples this close with the same stack are one run
 MAIN_THREAD = "MainThread"
 SEEN_US = 1.0  # a run that begins in an event's last microsecond was seen after it
