@@ -36,6 +36,14 @@ def frame():
     return builder, host
 
 
+def engine_frame(sync_at: float = 850):
+    """``frame()`` with the training thread's sync at ``sync_at`` and the autograd engine's thread,
+    which runs no Python, as host line 2: (builder, host, engine line)."""
+    builder, host = frame()
+    host.line("python", line_id=1).event("SyncTensorsGraphInternal", sync_at, 30)
+    return builder, host, host.line("pt_autograd_0", line_id=2)
+
+
 def report(tmp_path, builder) -> dict:
     session = write_session(str(tmp_path), "run", {"w_9012": builder.to_bytes()})
     return analysis_json(analyze(Session.load(session)))
@@ -135,10 +143,7 @@ def test_one_finding_per_cause_and_line_with_its_spans_inside(tmp_path):
 def test_a_read_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_path):
     """An op's CPU fallback run by the autograd engine's thread inside ``loss.backward()`` reads on a
     thread the sampler never saw: the read is named at the training thread's line, the backward."""
-    builder, host = frame()
-    python = host.line("python", line_id=1)
-    python.event("SyncTensorsGraphInternal", 850, 30)
-    engine = host.line("pt_autograd_0", line_id=2)
+    builder, host, engine = engine_frame()
     engine.event("TensorCollectionBarrier", 300, 20)
     engine.event("PjRtComputationClient::TransferFromDevice", 320, 80)
     sample_backward(host, 200, 800)
@@ -153,10 +158,8 @@ def test_a_read_without_python_is_at_the_backward_the_sampler_placed_a_little_ea
     [860, 880] falls in the run after the backward (the optimizer's step, train.py:34), 60 us after
     the backward's run ended; the call that waited for it is still the backward, the nearest run
     inside the autograd engine's entry."""
-    builder, host = frame()
-    python = host.line("python", line_id=1)
-    python.event("SyncTensorsGraphInternal", 950, 30)
-    host.line("pt_autograd_0", line_id=2).event("PjRtComputationClient::TransferFromDevice", 860, 20)
+    builder, host, engine = engine_frame(sync_at=950)
+    engine.event("PjRtComputationClient::TransferFromDevice", 860, 20)
     optimizer = f"{MAIN}\n/work/train.py:34 step\n{TORCH}/optim/sgd.py:80 step"
     add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 800, "backward"), (800, 900, "optimizer"),
                                                      (900, 1000, "main")],
@@ -171,10 +174,7 @@ def test_an_ops_cpu_fallback_is_a_read_until_its_result_is_uploaded(tmp_path):
     the op computed on the CPU (no event, 300 us), its result uploaded (20 us). The whole call is
     the read, named at the training thread's backward line; an upload after the thread's next
     runtime event is another op's."""
-    builder, host = frame()
-    python = host.line("python", line_id=1)
-    python.event("SyncTensorsGraphInternal", 850, 30)
-    engine = host.line("pt_autograd_0", line_id=2)
+    builder, host, engine = engine_frame()
     engine.event("PjRtComputationClient::TransferFromDevice", 120, 80)
     engine.event("PjRtComputationClient::TransferToDevice", 500, 20)
     engine.event("PjRtComputationClient::TransferFromDevice", 600, 50)
@@ -202,10 +202,7 @@ def test_steps_without_spans_run_from_one_sync_to_the_next(tmp_path):
 def test_a_compile_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_path):
     """The autograd engine's thread compiles the graph an op's CPU fallback needs inside
     ``loss.backward()``: the compile is named at the training thread's backward line."""
-    builder, host = frame()
-    python = host.line("python", line_id=1)
-    python.event("SyncTensorsGraphInternal", 850, 30)
-    engine = host.line("pt_autograd_0", line_id=2)
+    builder, host, engine = engine_frame()
     engine.event("XLAGraphExecutor::Compile", 250, 400, graph_hash="g")
     sample_backward(host, 200, 800)
     out = report(tmp_path, builder)

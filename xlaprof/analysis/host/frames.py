@@ -34,6 +34,7 @@ from xlaprof.framework_files import is_framework_file
 MAX_SOURCE_BYTES = 16 * 2**20  # a source file larger than this is not shown, only named
 # The standard library's modules whose waits are for another thread (see PyStack.waits_for_a_thread).
 _THREAD_WAIT_FILES = ("/threading.py", "/queue.py", "/concurrent/futures/_base.py")
+_AUTOGRAD_ENTRY = "/torch/autograd/"  # the engine's callers: backward(), autograd.grad()
 _FRAME = re.compile(r"^(.+):(\d+)(?: (.*))?$")  # "path:line function"; a path may hold spaces
 
 
@@ -70,6 +71,12 @@ class PyStack:
             return False
         path = self.frames[-1].file.replace("\\", "/")
         return is_framework_file(path) and path.endswith(_THREAD_WAIT_FILES)
+
+    @property
+    def in_autograd_engine(self) -> bool:
+        """Whether the innermost frame is the autograd engine's entry (``backward()``, ``autograd.grad()``
+        waiting for the engine's threads)."""
+        return bool(self.frames) and _AUTOGRAD_ENTRY in self.frames[-1].file.replace("\\", "/")
 
     @property
     def source(self) -> str | None:

@@ -65,7 +65,6 @@ READ_RETURN_US = 100.0
 # the default 1 kHz, backing off to 8 ms on a loaded host; at 5 ms, 2-8% of a CPU fallback's reads
 # found no run of the backward): an event of a thread without Python is waited for by a run this near.
 WAIT_NEAR_US = 20000.0
-AUTOGRAD_ENTRY = "/torch/autograd/"  # the engine's callers: backward(), autograd.grad()
 # A read's span is the one open just before the read ends: its Python call (the whole reading call,
 # see the contract) may have begun before the span that reads.
 READ_SPAN_BEFORE_END_US = 1e-3
@@ -209,7 +208,7 @@ def _fallback_calls(reads: EventSet, uploads: EventSet, runtime: EventSet, stack
     for line in np.unique(reads.line[no_python]).tolist():
         mine = np.flatnonzero(reads.line == line)
         u_start, u_end = uploads.start[uploads.line == line], uploads.end[uploads.line == line]
-        r_start = np.sort(runtime.start[runtime.line == line])
+        r_start = runtime.start[runtime.line == line]  # sorted, as an EventSet is
         after = np.searchsorted(u_start, reads.end[mine], side="left")
         found = after < u_start.size
         upload_start = np.where(found, u_start[np.minimum(after, u_start.size - 1)], np.inf)
@@ -243,9 +242,8 @@ def _nearest_engine_call(stacks: StackSamples, line: int, starts: np.ndarray, en
     """``stack_ids`` (per event [start, end]), each replaced by the stack of ``line``'s run inside the
     autograd engine's entry nearest the event, where one is within ``WAIT_NEAR_US`` (the one holding
     the event's end first)."""
-    in_engine = np.array([bool(s.frames) and AUTOGRAD_ENTRY in s.frames[-1].file for s in stacks.stacks] + [False])
     run_start, run_end, run_stack, _ = stacks.runs_on(line)
-    waits = in_engine[run_stack]
+    waits = stacks.in_autograd_engine[run_stack]
     w_start, w_end, w_stack = run_start[waits], run_end[waits], run_stack[waits]
     if not w_start.size:
         return stack_ids
@@ -295,11 +293,10 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
         b_end = np.sort(boundaries.end[boundaries.line == line])
         last_boundary = np.searchsorted(b_end, reads.start[mine], side="right") - 1
         boundary = b_end[np.maximum(last_boundary, 0)] if b_end.size else np.zeros(mine.size)
-        chained = np.maximum(_chain_starts(r_start, r_end, reads.start[mine]),
-                             np.where(last_boundary >= 0, boundary, -np.inf))
+        after_sync = np.where(last_boundary >= 0, boundary, -np.inf)
+        chained = np.maximum(_chain_starts(r_start, r_end, reads.start[mine]), after_sync)
         read_stack[mine], seen_begun, end[mine] = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
         previous_end = -np.inf
-        after_sync = np.where(last_boundary >= 0, boundary, -np.inf)
         for i, begun, chain, synced in zip(mine.tolist(), seen_begun.tolist(), chained.tolist(), after_sync.tolist()):
             start[i] = max(min(chain if begun == -np.inf else begun, reads.start[i]), previous_end, synced)
             previous_end = end[i]

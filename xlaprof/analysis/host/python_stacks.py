@@ -20,7 +20,8 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
 - ``working_threads(stack_ids, times, own_line)``: for a thread waiting for another one (a queue's
   get), the stack of a sampled thread that was working then (the loader's slow collate).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``; ``waiting[i]`` whether it waits for another
-  thread (one array per ``StackSamples``, made on first use; ``waiting[-1]``, no stack, is False).
+  thread (one array per ``StackSamples``, made on first use; ``waiting[-1]``, no stack, is False);
+  ``in_autograd_engine[i]`` likewise, whether it is in the autograd engine's entry (``backward()``).
 - ``running``: per run, whether its thread was running Python (it was on a CPU, or runnable and
   waiting for one on a loaded host, for at least ``RUNNING_SHARE`` of the run's time: the sampler's
   ``py_cpu_us``; captures made before the sampler counted the run-queue wait count CPU time only)
@@ -114,6 +115,12 @@ class StackSamples:
         """Per stack id, whether the stack waits for another thread (``PyStack.waits_for_a_thread``),
         and a last False for -1 (no stack): computed once, on first use."""
         return np.array([s.waits_for_a_thread for s in self.stacks] + [False], bool)
+
+    @cached_property
+    def in_autograd_engine(self) -> np.ndarray:
+        """Per stack id, whether it is in the autograd engine's entry (``PyStack.in_autograd_engine``),
+        and a last False for -1: computed once, on first use."""
+        return np.array([s.in_autograd_engine for s in self.stacks] + [False], bool)
 
     def runs_on(self, line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         lo, hi = self._ranges.get(int(line), (0, 0))
