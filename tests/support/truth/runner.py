@@ -14,9 +14,10 @@ with the two contending for them).
 ``--out`` gets one JSON object, case name -> ``{"session", "steps"}`` (capture; with ``"ab"``:
 ``{"with_reads": [block, ...], "without_reads": [...]}``, each block its wall time and torch_xla's
 counter deltas; the A/B session names each block by a span of its arm, ``ab_harness.READS_ARM`` or
-``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines), rewritten after each case. Each case seeds torch with 0 before
-building, and both modes run the same cases in the same order, so the two processes take the same
-steps and meet the same compile cache.
+``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines), rewritten after each case.
+Each case seeds torch with 0 before building, and both modes run the same cases in the same order,
+so the two processes take the same steps and meet the same compile cache (``corpus_run`` captures
+the cases with an A/B arm in a process of their own: they compile all their graphs while warming up).
 """
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
         for block in range(2 * AB_PAIRS):
             arm = list(arms)[block % 2]
             before, began = metrics_probe.snapshot(), time.perf_counter()
-            with xlaprof.trace(arm):  # the span ab_truth.arm_runs reads the arms' runs from
+            with xlaprof.trace(arm):  # so ab_truth.ab_figures can score the analysis on this session too
                 for i in list(window) * repeats:
                     with recorder.step(i):  # the window's own per-step cost, in both arms
                         arms[arm](i)
