@@ -318,11 +318,13 @@ def _moved_on(plane: Plane, boundary_rows: np.ndarray, read_rows: np.ndarray,
 def _chain_starts(r_start: np.ndarray, r_end: np.ndarray, times: np.ndarray) -> np.ndarray:
     """For each time ``t``, where the chain of runtime events (sorted by start) ending just before it
     began: walking back from the last event begun before ``t``, each event joins while the one after
-    it (or ``t``) begins within ``READ_JOIN_US`` of its end; ``t`` where none does."""
+    it (or ``t``) begins within ``READ_JOIN_US`` of the furthest end of the events begun up to it
+    (a nested event, begun last, ends before the sync holding it); ``t`` where none does."""
     if not r_start.size:
         return times.astype(np.float64, copy=True)
+    reach = np.maximum.accumulate(r_end)  # events nest: an event begun last may end before its parent
     last = np.searchsorted(r_start, times, side="left") - 1
-    joined = (last >= 0) & (times - r_end[np.maximum(last, 0)] <= READ_JOIN_US)
-    breaks = np.flatnonzero(np.r_[True, r_start[1:] - r_end[:-1] > READ_JOIN_US])  # where a chain begins
+    joined = (last >= 0) & (times - reach[np.maximum(last, 0)] <= READ_JOIN_US)
+    breaks = np.flatnonzero(np.r_[True, r_start[1:] - reach[:-1] > READ_JOIN_US])  # where a chain begins
     first = breaks[np.searchsorted(breaks, np.maximum(last, 0), side="right") - 1]
     return np.where(joined, np.minimum(r_start[first], times), times)
