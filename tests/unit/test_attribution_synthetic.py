@@ -172,6 +172,31 @@ def test_multi_device_rule_two_split(tmp_path):
     assert step["idle_by_cause_us"] == causes(transfer_from_device=580, host_tracing=20)
 
 
+# Window [0, 1000], one step; a read's call [200, 450]: its sync builds and runs the graph it needs
+# (TPU:0 busy [300, 400]), then the transfer: blocked 250 us. G1 [100, 300]: the read holds [200, 300]
+# (rule 1). G2 [400, 800] opens inside the read: rule 2 gives it what is left of the 250 us, 150.
+EARLY_HOST = [
+    ("train_step", 0, 1000, {"step_num": 0, "source": STEP, "_r": 1}),
+    ("log_loss", 195, 260, {"source": LOG}),
+    ("SyncTensorsGraphInternal", 200, 205, {}),
+    (TFD, 410, 40, {}),
+]
+
+
+def test_a_read_is_charged_at_most_its_blocked_time(tmp_path):
+    run = write_session(str(tmp_path), "early", {"host3_9012": tpu_capture(EARLY_HOST, [[(0, 100), (300, 400),
+                                                                                          (800, 1000)]])})
+    result = analyze(Session.load(run))
+    out = analysis_json(result)
+    assert out["transfers_from_device"]["blocked_us"] == pytest.approx(250)
+    assert out["idle_by_cause_us"] == causes(transfer_from_device=250, host_tracing=350)
+    gaps = [(g["start_us"], g["dur_us"], g["cause"]) for g in gap_rows(result)]
+    assert gaps == [(pytest.approx(100), pytest.approx(100), "host_tracing"),
+                    (pytest.approx(200), pytest.approx(100), "transfer_from_device"),
+                    (pytest.approx(400), pytest.approx(150), "transfer_from_device"),
+                    (pytest.approx(550), pytest.approx(250), "host_tracing")]
+
+
 def test_cpu_device_layout(tmp_path):
     """The CPU XLA device: the program runs on PJRT client threads of the host plane."""
     builder = XSpaceBuilder()

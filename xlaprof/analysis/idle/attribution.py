@@ -16,7 +16,9 @@ add up to its idle time. The rules:
    wait before it: ``.item()``, ``print(t)``) was caused by that read. Had the host not blocked,
    everything it did afterwards would have happened earlier by the time it spent blocked, so the
    gap would have been shorter by up to that much. Its first ``min(gap, blocked time)``
-   microseconds go to ``transfer_from_device``; the rest of the gap follows rule 1. A compile
+   microseconds go to ``transfer_from_device``, less the idle time inside the read's call before
+   the gap opened (the read holds that already, by rule 1: in all a read is charged at most its
+   blocked time); the rest of the gap follows rule 1. A compile
    inside the read (the graph the read needs, compiled first) is not the read's blocked time: it
    stays compile, by rule 1, and the read's share is its time outside compiles.
 3. Each piece names the innermost user span active on the host where its cause happened: the
@@ -183,10 +185,14 @@ def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray, compile
     read_of_gap = reads.holding_all(g0)
     hit = np.flatnonzero(read_of_gap >= 0)
     start, end = reads.start[read_of_gap[hit]], reads.end[read_of_gap[hit]]
-    compiling = (intervals.measure_before(compile_starts, compile_ends, end)
-                 - intervals.measure_before(compile_starts, compile_ends, start))
-    blocked = end - start - compiling
-    share = np.minimum(g1[hit] - g0[hit], blocked)
+
+    def inside(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return intervals.measure_before(starts, ends, b) - intervals.measure_before(starts, ends, a)
+    blocked = end - start - inside(compile_starts, compile_ends, start, end)
+    # The read already holds the idle time inside its call before this gap opened (rule 1): the host is
+    # early by its blocked time in all, so the gap's share is what is left of it.
+    held = np.maximum(inside(g0, g1, start, g0[hit]) - inside(compile_starts, compile_ends, start, g0[hit]), 0.0)
+    share = np.clip(np.minimum(g1[hit] - g0[hit], blocked - held), 0.0, None)
     return read_of_gap, g0[hit], g0[hit] + share, end
 
 
