@@ -33,9 +33,6 @@ READS_AT_LINE, COMPILES_AT_LINE, CAUSE_POINTS = 0.98, 0.95, 10.0
 # away): the analysis charges its reads 17-25% of the idle time, the model 0-1%.
 KNOWN_GAPS = {
     ("causes", "generate_static"): "no A/B arm for reads inside generate(): the metric model's read time only",
-    # The A/B arm (the upsampling lowered, the loss read from the host) saves 45-57% of the idle time;
-    # the analysis charges the fallback's reads (until its result's upload) and the loss' 29-45%.
-    ("causes", "fallback_backward"): "a CPU fallback's reads charged 29-45% of the idle time where its A/B arm saves 45-57%",
 }
 
 

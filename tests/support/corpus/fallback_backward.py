@@ -1,8 +1,9 @@
 """An op with no XLA kernel inside ``backward()``: a small conv net upsampling with nearest neighbours,
 whose ``upsample_nearest2d_backward`` runs as a CPU fallback on the autograd engine's thread, and a
 ``loss.item()`` a step. The truth's line for the fallback's reads is ``loss.backward()``.
-``--no-reads``: the A/B arm without the reads, the same upsampling written with ops XLA lowers
-(``repeat_interleave``: its backward a sum on the device) and the same print of a host tensor's value.
+``--no-reads``: the A/B arm without the reads: the same upsampling (the same forward op), its backward
+written with ops XLA lowers (each 2x2 block's gradients summed on the device), and the same print of a
+host tensor's value. Only what the fallback does differs: the graph is not cut, nothing is read.
 """
 from __future__ import annotations
 
@@ -10,12 +11,22 @@ from __future__ import annotations
 def build(torch, device, args: list[str]):
     import torch_xla
 
-    class Repeat2x(torch.nn.Module):  # nearest-neighbour upsampling by 2, lowered by XLA
+    class LoweredBackward(torch.autograd.Function):  # nearest-neighbour upsampling by 2, backward on the device
+        @staticmethod
+        def forward(ctx, x):
+            return torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest")
+
+        @staticmethod
+        def backward(ctx, grad):
+            n, c, h, w = grad.shape
+            return grad.reshape(n, c, h // 2, 2, w // 2, 2).sum((3, 5))
+
+    class Upsample2x(torch.nn.Module):
         def forward(self, x):
-            return x.repeat_interleave(2, dim=2).repeat_interleave(2, dim=3)
+            return LoweredBackward.apply(x)
 
     on_device = "--no-reads" in args
-    upsample = Repeat2x() if on_device else torch.nn.Upsample(scale_factor=2, mode="nearest")
+    upsample = Upsample2x() if on_device else torch.nn.Upsample(scale_factor=2, mode="nearest")
     net = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3, padding=1), upsample, torch.nn.Conv2d(8, 4, 3, padding=1)).to(device)
     host_loss = torch.tensor(1.0) if on_device else None
     optimizer = torch.optim.SGD(net.parameters(), lr=0.01)

@@ -4,7 +4,7 @@ static KV cache (the accepted fix), so every call has the same shapes.
 """
 from __future__ import annotations
 
-VOCAB, FIRST_PROMPT, NEW_TOKENS, PAD_TO = 256, 6, 2, 16
+VOCAB, FIRST_PROMPT, NEW_TOKENS, PAD_TO = 256, 6, 2, 24  # PAD_TO: past the longest prompt of the windows
 
 
 def build(torch, device, args: list[str]):
