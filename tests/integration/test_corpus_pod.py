@@ -51,7 +51,10 @@ def test_the_sleeping_worker_is_the_straggler_and_blocked_is_why(pod):
     report, sleeper = pod
     (straggler,) = report["stragglers"]
     assert straggler["worker"] == sleeper and straggler["main_cause"] == "host_blocked"
-    assert set(report["slowest_in_steps"]) == {sleeper}
+    # Steps n of two unsynchronised workers are compared: on a loaded host the other worker's step n
+    # can stall past the sleep (a real slower step, not a misreading), but only now and then.
+    slowest, steps = report["slowest_in_steps"], len(report["step_alignment"])
+    assert slowest[sleeper] >= 0.9 * steps and sum(slowest.values()) - slowest[sleeper] <= 0.1 * steps
 
 
 def test_the_blocked_finding_is_at_the_sleep_on_the_sleeping_worker(pod):
