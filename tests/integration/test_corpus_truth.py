@@ -7,8 +7,7 @@ are the truth issue's: each cause within 10 points of the truth's share of idle 
 truth's own 95% interval where it is measured by an A/B arm), >= 98% of reads and
 >= 95% of compiles at their triggering line, no finding at a ``def``/``class`` line or in xlaprof's
 own code, the recompile explanation naming the values that changed, the advice fitting the dominant
-cause. ``KNOWN_GAPS`` lists, with the reason, the (check, case) pairs the analysis does not meet yet:
-those are printed by ``bench/bench_truth.py`` and not asserted here.
+cause. Every check holds on every case the suite runs.
 """
 from __future__ import annotations
 
@@ -26,27 +25,13 @@ SUITE_CASES = [c.name for c in CASES if c.name != "text_to_image"]
 
 READS_AT_LINE, COMPILES_AT_LINE, CAUSE_POINTS = 0.98, 0.95, 10.0
 
-# Where a case has an A/B arm without its reads (Case.without_reads), the truth's read share is what
-# the arm saves. generate()'s reads are inside the library (its stopping criteria, its masks): no arm
-# takes them out with the rest unchanged, so its truth is the metric model's (TransferFromDeviceTime
-# less the device's busy time), which cannot see a read's counterfactual cost (the overlap it takes
-# away): the analysis charges its reads 17-25% of the idle time, the model 0-1%.
-KNOWN_GAPS = {
-    ("causes", "generate_static"): "no A/B arm for reads inside generate(): the metric model's read time only",
-}
-
-
-def _checked(check: str) -> list:
-    return [pytest.param(name, marks=pytest.mark.skip(reason=KNOWN_GAPS[(check, name)]))
-            if (check, name) in KNOWN_GAPS else name for name in SUITE_CASES]
-
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
     return score_corpus(record_corpus(str(tmp_path_factory.mktemp("corpus")), SUITE_CASES))
 
 
-@pytest.mark.parametrize("name", _checked("causes"))
+@pytest.mark.parametrize("name", SUITE_CASES)
 def test_each_cause_is_within_10_points_of_the_truth(corpus, name):
     score, error = corpus[name].score, corpus[name].truth.uncertainty_points  # the A/B truth's own interval
     off = {cause: round(points, 1) for cause, points in score.cause_points.items() if abs(points) > CAUSE_POINTS + error}
@@ -54,14 +39,14 @@ def test_each_cause_is_within_10_points_of_the_truth(corpus, name):
     assert set(score.cause_points) == set(CAUSES)
 
 
-@pytest.mark.parametrize("name", _checked("reads"))
+@pytest.mark.parametrize("name", SUITE_CASES)
 def test_reads_are_counted_and_named_at_their_triggering_line(corpus, name):
     score = corpus[name].score
     assert score.read_counts[0] == score.read_counts[1], score.read_counts  # every read, as torch_xla counts them
     assert score.reads_at_line >= READS_AT_LINE, (score.reads_at_line, corpus[name].report["transfers_from_device"])
 
 
-@pytest.mark.parametrize("name", _checked("compiles"))
+@pytest.mark.parametrize("name", SUITE_CASES)
 def test_compiles_are_counted_and_named_at_their_triggering_line(corpus, name):
     score = corpus[name].score
     assert score.compile_counts[0] == score.compile_counts[1], score.compile_counts
@@ -79,7 +64,7 @@ def test_a_recompile_is_explained_by_the_values_that_changed(corpus, name):
     assert corpus[name].explanation_names_change(), corpus[name].report["compiles"]["explained"]
 
 
-@pytest.mark.parametrize("name", _checked("advice"))
+@pytest.mark.parametrize("name", SUITE_CASES)
 def test_the_advice_fits_the_dominant_cause(corpus, name):
     result = corpus[name]
     assert result.advice_fits(), ([(f["kind"], f["advice"]) for f in result.report["findings"][:3]],

@@ -1,6 +1,7 @@
 """transformers' ``generate()`` on GPT-2 (tiny config, random weights), a prompt one token longer each
 call, as a chat loop's history grows. ``--static``: the fixed arm, prompts padded to one length and a
-static KV cache (the accepted fix), so every call has the same shapes.
+static KV cache (the accepted fix), so every call has the same shapes; each call ends with a sync, as
+a server hands its tokens on (without it, work after ``generate()``'s last read would never run).
 """
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ VOCAB, FIRST_PROMPT, NEW_TOKENS, PAD_TO = 256, 6, 2, 24  # PAD_TO: past the long
 
 
 def build(torch, device, args: list[str]):
+    import torch_xla
     from transformers import GPT2Config, GPT2LMHeadModel
 
     static = "--static" in args
@@ -26,5 +28,7 @@ def build(torch, device, args: list[str]):
             out = model.generate(prompt.to(device), attention_mask=mask.to(device), max_new_tokens=NEW_TOKENS,
                                  do_sample=False, pad_token_id=0,
                                  cache_implementation="static" if static else None)
+        if static:
+            torch_xla.sync()
         return out
     return step

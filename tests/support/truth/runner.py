@@ -87,7 +87,8 @@ def run_case(case, mode: str, logdir: str | None) -> dict:
 
 def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
     """The case's ``step`` against its arm without reads (built here, same seed, its window's shapes
-    compiled first), in ``AB_PAIRS`` pairs of blocks, the arms alternating (a changing load falls on
+    compiled first; for ``REPLAYED_READS``, ``step`` itself with its reads answered from a recording:
+    ``replayed``), in ``AB_PAIRS`` pairs of blocks, the arms alternating (a changing load falls on
     both): each block one arm's window of steps, repeated to last ``AB_BLOCK_S`` (each step recorded
     as the window's are, so both arms pay the recorder's cost as the window did), ended by
     ``xm.wait_device_ops()``, with its wall time and torch_xla's counter deltas."""
@@ -96,15 +97,21 @@ def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
     import torch_xla.core.xla_model as xm
 
     import xlaprof
+    from tests.support.corpus.cases import REPLAYED_READS
     from tests.support.truth import metrics_probe
     from tests.support.truth.step_recorder import StepRecorder
     from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
 
-    torch.manual_seed(0)
-    without = importlib.import_module(case.module_path).build(torch, torch_xla.device(),
-                                                              list(case.args + case.without_reads))
     window = range(case.warm, case.warm + case.window)
-    for i in range(case.warm + case.window):
+    if case.without_reads == REPLAYED_READS:
+        without = replayed(step, window)
+    else:
+        torch.manual_seed(0)
+        without = importlib.import_module(case.module_path).build(torch, torch_xla.device(),
+                                                                  list(case.args + case.without_reads))
+        for i in range(case.warm):
+            without(i)
+    for i in window:
         without(i)
     xm.wait_device_ops()
     began = time.perf_counter()
@@ -126,6 +133,24 @@ def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
             wall_us = (time.perf_counter() - began) * 1e6
             blocks[arm].append({"wall_us": wall_us, "metrics": metrics_probe.delta(before, metrics_probe.snapshot())})
     return blocks
+
+
+def replayed(step, window: range):
+    """``step`` with each read answered from a recording of ``window``'s steps (``read_replay``)."""
+    import torch_xla.core.xla_model as xm
+
+    from tests.support.truth.read_replay import ReadReplay
+
+    replay = ReadReplay.install()
+    for i in window:
+        with replay.recording(i):
+            step(i)
+    xm.wait_device_ops()
+
+    def without(i: int) -> None:
+        with replay.replaying(i):
+            step(i)
+    return without
 
 
 def main(argv: list[str] | None = None) -> None:
