@@ -67,3 +67,8 @@ def measure_before(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) -> 
     last = np.maximum(k - 1, 0)
     overhang = np.where(k > 0, np.maximum(ends[last] - points, 0.0), 0.0)
     return before - overhang
+
+
+def measure_between(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """For sorted disjoint intervals: how much of them lies in each [a, b]."""
+    return measure_before(starts, ends, b) - measure_before(starts, ends, a)

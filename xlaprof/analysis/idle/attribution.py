@@ -185,13 +185,11 @@ def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray, compile
     read_of_gap = reads.holding_all(g0)
     hit = np.flatnonzero(read_of_gap >= 0)
     start, end = reads.start[read_of_gap[hit]], reads.end[read_of_gap[hit]]
-
-    def inside(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return intervals.measure_before(starts, ends, b) - intervals.measure_before(starts, ends, a)
-    blocked = end - start - inside(compile_starts, compile_ends, start, end)
+    blocked = end - start - intervals.measure_between(compile_starts, compile_ends, start, end)
     # The read already holds the idle time inside its call before this gap opened (rule 1): the host is
     # early by its blocked time in all, so the gap's share is what is left of it.
-    held = np.maximum(inside(g0, g1, start, g0[hit]) - inside(compile_starts, compile_ends, start, g0[hit]), 0.0)
+    held = np.maximum(intervals.measure_between(g0, g1, start, g0[hit])
+                      - intervals.measure_between(compile_starts, compile_ends, start, g0[hit]), 0.0)
     share = np.clip(np.minimum(g1[hit] - g0[hit], blocked - held), 0.0, None)
     return read_of_gap, g0[hit], g0[hit] + share, end
 

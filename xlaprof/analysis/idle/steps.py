@@ -75,12 +75,12 @@ def step_table(devices: list[DeviceTimeline], pieces: GapPieces, host: HostActiv
     busy = np.zeros(number.size)
     idle = np.zeros((number.size, len(CAUSES)))
     for d, device in enumerate(devices):
-        busy += _overlap(device.busy_starts, device.busy_ends, start, end)
+        busy += intervals.measure_between(device.busy_starts, device.busy_ends, start, end)
         mine = pieces.device == d
         for code in range(len(CAUSES)):
             pick = mine & (pieces.cause == code)
             s = pieces.start_us[pick]
-            idle[:, code] += _overlap(s, s + pieces.dur_us[pick], start, end)
+            idle[:, code] += intervals.measure_between(s, s + pieces.dur_us[pick], start, end)
     return StepTable(number, name, start, end, busy, idle)
 
 
@@ -121,7 +121,3 @@ def _device_steps(devices: list[DeviceTimeline]) -> tuple[np.ndarray, list[str],
         start = plane.events.start_us[rows]
         return number, names, start, start + plane.events.dur_us[rows]
     return np.zeros(0, np.int64), [], np.zeros(0), np.zeros(0)
-
-
-def _overlap(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return intervals.measure_before(starts, ends, b) - intervals.measure_before(starts, ends, a)
