@@ -3,7 +3,8 @@
 
 Contract: ``arm_runs(analysis)`` is, per arm (``ab_harness.READS_ARM``, ``NO_READS_ARM``), one
 ``(start_us, wall_us, idle_us, charged_us, added_us)`` per sampling run whose span lies whole
-inside the capture window, in time order: the run's wall time (its span: steps, and the device
+inside the capture window, in time order, but the runs other loads disturbed (a ``DISTURBED`` span
+inside; with ``disturbed=True``, those only): the run's wall time (its span: steps, and the device
 work, drained at its end), the device's idle time inside it (wall minus busy: the device timeline
 alone), the idle time the analysis charged to ``transfer_from_device`` inside it, and the device
 time it found the run's reads added to the work running during them (``read_slowdown``).
@@ -13,7 +14,8 @@ reads, the next without, so both saw about the same load) of the difference of t
 the truth, what removing the reads saves; ``idle_saving_us``, the same for the device's idle time
 (the saving without what the arms' device work differs by); ``charged_us``, the median idle charge
 of a run with reads, and ``cost_us``, the median of that charge plus the device time added: the
-analysis' claims; ``pairs``, the number of pairs.
+analysis' claims; ``pairs``, the number of pairs; ``disturbed``, the runs other loads disturbed,
+left out unless fewer than ``MIN_PAIRS`` pairs would be left (then every run counts).
 ``AB_CASES``: the cases of the truth, each (workload module, its arguments, steps per sampling run),
 run with ``AB_OPTIONS``.
 """
@@ -22,12 +24,13 @@ from __future__ import annotations
 import numpy as np
 
 from tests.support.workloads import denoise_worker
-from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
+from tests.support.workloads.ab_harness import DISTURBED, NO_READS_ARM, READS_ARM
 from xlaprof.analysis.common import intervals
 from xlaprof.analysis.idle.attribution import CODE, Cause
 from xlaprof.analysis.idle.read_slowdown import busy_added
 
 AB_OPTIONS = ["--pin-cores", "--alternate-reads"]
+MIN_PAIRS = 3
 DIFFUSERS_STEPS_PER_RUN = 2  # a lookup (its two reads) every 2 steps: twice the share of a 4-step run's
 AB_CASES = {
     # denoise loop, tiny_scheduler's .nonzero().item() every step
@@ -41,7 +44,7 @@ AB_CASES = {
 }
 
 
-def arm_runs(analysis) -> dict[str, list[tuple[float, float, float, float, float]]]:
+def arm_runs(analysis, disturbed: bool = False) -> dict[str, list[tuple[float, float, float, float, float]]]:
     (worker,) = analysis.workers
     spans, pieces, devices = worker.host.spans, worker.pieces, worker.devices
     w0, w1 = worker.window
@@ -49,9 +52,12 @@ def arm_runs(analysis) -> dict[str, list[tuple[float, float, float, float, float
     p0, p1 = pieces.start_us[read], pieces.start_us[read] + pieces.dur_us[read]
     reads = worker.host.transfers_from_device
     added = busy_added(devices, worker.programs, reads)
+    marks = np.array([float(spans.start[i]) for i, name in enumerate(spans.name) if name == DISTURBED])
     runs: dict[str, list[tuple[float, float, float, float, float]]] = {READS_ARM: [], NO_READS_ARM: []}
     for i, name in enumerate(spans.name):
         start, end = float(spans.start[i]), float(spans.end[i])
+        if disturbed != bool(((marks >= start) & (marks <= end)).any()):
+            continue
         if name in runs and w0 <= start and end <= w1:
             charged = float(np.clip(np.minimum(p1, end) - np.maximum(p0, start), 0, None).sum())
             busy = sum(intervals.total(*intervals.clip(d.busy_starts, d.busy_ends, start, end)) for d in devices)
@@ -60,17 +66,25 @@ def arm_runs(analysis) -> dict[str, list[tuple[float, float, float, float, float
     return {arm: sorted(rs) for arm, rs in runs.items()}
 
 
+def _pairs(runs: dict) -> list[tuple[tuple, tuple]]:
+    """Runs alternate: each run with reads pairs with the next run without, which began as it ended."""
+    return [(w, o) for w in runs[READS_ARM] for o in runs[NO_READS_ARM] if abs(o[0] - (w[0] + w[1])) < 0.5 * w[1]]
+
+
 def ab_figures(analysis, steps_per_run: int) -> dict:
-    runs = arm_runs(analysis)
+    runs, disturbed = arm_runs(analysis), arm_runs(analysis, disturbed=True)
+    pairs = _pairs(runs)
+    if len(pairs) < MIN_PAIRS:  # no quiet stretch: measure the disturbed runs as well
+        runs = {arm: sorted(runs[arm] + disturbed[arm]) for arm in runs}
+        pairs = _pairs(runs)
     wall = {arm: float(np.median([r[1] for r in rs])) / steps_per_run if rs else float("nan")
             for arm, rs in runs.items()}
-    with_reads, without = runs[READS_ARM], runs[NO_READS_ARM]
-    # Runs alternate: each run with reads pairs with the next run without, which began as it ended.
-    pairs = [(w, o) for w in with_reads for o in without if abs(o[0] - (w[0] + w[1])) < 0.5 * w[1]]
+    with_reads = runs[READS_ARM]
 
     def per_step(values: list[float]) -> float:
         return float(np.median(values)) / steps_per_run if values else float("nan")
     return {"runs": {arm: len(rs) for arm, rs in runs.items()}, "pairs": len(pairs), "wall_us": wall,
+            "disturbed": sum(len(rs) for rs in disturbed.values()),
             "saving_us": per_step([w[1] - o[1] for w, o in pairs]),
             "idle_saving_us": per_step([w[2] - o[2] for w, o in pairs]),
             "charged_us": per_step([r[3] for r in with_reads]),

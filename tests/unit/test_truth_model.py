@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.support.truth.table import Truth, ab_read_share
-from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
+from tests.support.workloads.ab_harness import FOREIGN_MAX_SHARE, NO_READS_ARM, READS_ARM
 
 
-def _block(wall_us: float, execute_us: float) -> dict:
-    return {"wall_us": wall_us, "metrics": {"execute_us": execute_us}}
+def _block(wall_us: float, execute_us: float, foreign: float = 0.0) -> dict:
+    return {"wall_us": wall_us, "metrics": {"execute_us": execute_us}, "foreign": foreign}
 
 
 def _capture(ab: dict | None = None) -> dict:
@@ -29,6 +29,16 @@ def test_the_ab_saving_over_the_idle_with_reads_is_the_read_share():
     share, half_width = ab_read_share(ab)
     assert share == pytest.approx(0.4)
     assert 0 < half_width < 0.4  # three pairs that disagree: an interval, not a point
+
+
+def test_pairs_another_load_disturbed_are_left_out_unless_every_pair_was():
+    quiet = [(_block(1100, 100), _block(700, 100)), (_block(1000, 100), _block(600, 100))]  # savings 400
+    disturbed = (_block(1600, 100), _block(700, 100, foreign=FOREIGN_MAX_SHARE + 0.1))  # saving 900
+    pairs = [*quiet, disturbed, disturbed]
+    ab = {READS_ARM: [w for w, _ in pairs], NO_READS_ARM: [o for _, o in pairs]}
+    assert ab_read_share(ab)[0] == pytest.approx(400 / 950)  # the quiet pairs: idle 1000 and 900 with reads
+    ab = {READS_ARM: [disturbed[0]] * 3, NO_READS_ARM: [disturbed[1]] * 3}
+    assert ab_read_share(ab)[0] == pytest.approx(900 / 1500)  # nothing quiet: every pair counts
 
 
 def test_a_larger_ab_read_share_is_taken_from_tracing_first_then_blocked():

@@ -35,6 +35,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 AB_PAIRS = 10
+AB_MAX_PAIRS = 30  # pairs run at most, to get AB_PAIRS whose cores no other load took (ab_harness.ForeignLoad)
 AB_BLOCK_S = 0.3  # at least this long a block: the window's steps repeated (a short one is all noise)
 
 
@@ -91,7 +92,10 @@ def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
     ``replayed``), in ``AB_PAIRS`` pairs of blocks, the arms alternating (a changing load falls on
     both): each block one arm's window of steps, repeated to last ``AB_BLOCK_S`` (each step recorded
     as the window's are, so both arms pay the recorder's cost as the window did), ended by
-    ``xm.wait_device_ops()``, with its wall time and torch_xla's counter deltas."""
+    ``xm.wait_device_ops()``, with its wall time, torch_xla's counter deltas and the share of a pinned
+    core's time that went to other loads (``foreign``). A pair with a block above
+    ``ab_harness.FOREIGN_MAX_SHARE`` does not count: pairs run until ``AB_PAIRS`` count, at most
+    ``AB_MAX_PAIRS``."""
     import torch
     import torch_xla
     import torch_xla.core.xla_model as xm
@@ -100,7 +104,7 @@ def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
     from tests.support.corpus.cases import REPLAYED_READS
     from tests.support.truth import metrics_probe
     from tests.support.truth.step_recorder import StepRecorder
-    from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM
+    from tests.support.workloads.ab_harness import FOREIGN_MAX_SHARE, NO_READS_ARM, READS_ARM, ForeignLoad
 
     window = range(case.warm, case.warm + case.window)
     if case.without_reads == REPLAYED_READS:
@@ -121,17 +125,22 @@ def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
     repeats = max(1, math.ceil(AB_BLOCK_S / (time.perf_counter() - began)))
     arms, recorder = {READS_ARM: step, NO_READS_ARM: without}, StepRecorder()
     blocks: dict[str, list[dict]] = {arm: [] for arm in arms}
+    load, counted, pairs = ForeignLoad(), 0, 0
     with xlaprof.profile(logdir, name=f"{case.name}-ab"):
-        for block in range(2 * AB_PAIRS):
-            arm = list(arms)[block % 2]
-            before, began = metrics_probe.snapshot(), time.perf_counter()
-            with xlaprof.trace(arm):  # so ab_truth.ab_figures can score the analysis on this session too
-                for i in list(window) * repeats:
-                    with recorder.step(i):  # the window's own per-step cost, in both arms
-                        arms[arm](i)
-                xm.wait_device_ops()
-            wall_us = (time.perf_counter() - began) * 1e6
-            blocks[arm].append({"wall_us": wall_us, "metrics": metrics_probe.delta(before, metrics_probe.snapshot())})
+        while counted < AB_PAIRS and pairs < AB_MAX_PAIRS:
+            for arm, run in arms.items():
+                before, began = metrics_probe.snapshot(), time.perf_counter()
+                load.start()
+                with xlaprof.trace(arm):  # so ab_truth.ab_figures can score the analysis on this session too
+                    for i in list(window) * repeats:
+                        with recorder.step(i):  # the window's own per-step cost, in both arms
+                            run(i)
+                    xm.wait_device_ops()
+                wall_us = (time.perf_counter() - began) * 1e6
+                blocks[arm].append({"wall_us": wall_us, "foreign": load.share(),
+                                    "metrics": metrics_probe.delta(before, metrics_probe.snapshot())})
+            pairs += 1
+            counted += all(blocks[arm][-1]["foreign"] <= FOREIGN_MAX_SHARE for arm in arms)
     return blocks
 
 

@@ -15,9 +15,15 @@ Contract: ``add_options(parser)`` adds to a workload's parser:
   ``xm.wait_device_ops()`` inside it (not a read: no value comes back), so a run's span is its
   whole cost, device work included (a run without reads leaves none of it to the next run).
   Both arms run interleaved in one process, so a busy machine's changing load falls on both
-  alike. Without the option ``reads`` is True and nothing is added.
+  alike; a run during which other loads took more than ``FOREIGN_MAX_SHARE`` of a core from the
+  pinned cores (``ForeignLoad``) ends with an empty ``DISTURBED`` span inside its own: it did not
+  measure the workload alone. Without the option ``reads`` is True and nothing is added.
 ``thread_cores(pid)`` reads, from outside, each thread's allowed cores, the core it last ran on and
-the CPU time it used (clock ticks).
+the CPU time it used (clock ticks). ``ForeignLoad()`` (after ``pin_host_and_device``) measures, over a
+stretch of time (``start()``, then ``share()``), the time the pinned cores gave to anything but this
+process (other processes, the kernel's own threads, interrupts, the hypervisor's steal), as a share
+of one core's time: pinning keeps the scheduler from moving the workload away from such a load, and a
+busy device core or host core moves an A/B saving by tens of points.
 
 On the CPU device the "device" computes on the host's cores: an A/B saving in step time mixes a
 read's cost with the host and the device contending for cores. Pinned, the host's Python and the
@@ -32,9 +38,16 @@ import threading
 import time
 
 REPIN_S = 0.2
+# A run or block of an A/B measurement during which the pinned cores gave others more than this share
+# of a core's time measured that load as much as the workload (a core taken whole by another process
+# moved the CPU fallback's saving from about 50% of the idle time to 24% or 67%): it does not count.
+FOREIGN_MAX_SHARE = 0.15
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_pinned: tuple[int, int] | None = None  # (host core, device core) once pinned
 
 
 READS_ARM, NO_READS_ARM = "with_reads", "without_reads"
+DISTURBED = "disturbed"
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -53,10 +66,14 @@ def sampling_run(args: argparse.Namespace, number: int):
 
     import xlaprof
 
-    reads = number % 2 == 0
+    reads, load = number % 2 == 0, ForeignLoad()
+    load.start()
     with xlaprof.trace(READS_ARM if reads else NO_READS_ARM):
         yield reads
         xm.wait_device_ops()
+        if load.share() > FOREIGN_MAX_SHARE:
+            with xlaprof.trace(DISTURBED):
+                pass
 
 
 def pin_if_asked(args: argparse.Namespace) -> None:
@@ -65,8 +82,10 @@ def pin_if_asked(args: argparse.Namespace) -> None:
 
 
 def pin_host_and_device() -> None:
+    global _pinned
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) >= 2:
+        _pinned = cores[0], cores[1]
         threading.Thread(target=_keep_pinned, args=(cores[0], cores[1]), daemon=True, name="pin-cores").start()
 
 
@@ -98,3 +117,39 @@ def thread_cores(pid: int) -> dict[int, tuple[str, int, int]]:
             continue
         cores[tid] = allowed, int(fields[36]), int(fields[11]) + int(fields[12])
     return cores
+
+
+def _busy_ticks(cores: tuple[int, ...]) -> int:
+    """The cores' busy clock ticks so far (/proc/stat: user, nice, system, irq, softirq, steal)."""
+    busy = 0
+    with open("/proc/stat") as stat:
+        for line in stat:
+            name, *fields = line.split()
+            if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cores:
+                user, nice, system, _, _, irq, softirq, steal = map(int, fields[:8])
+                busy += user + nice + system + irq + softirq + steal
+    return busy
+
+
+def _own_ticks() -> int:
+    """The clock ticks this process's threads used so far, ended ones included (/proc/self/stat)."""
+    with open("/proc/self/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()  # from field 3 (state) on
+    return int(fields[11]) + int(fields[12])
+
+
+class ForeignLoad:
+    """How much of the pinned cores' time went to anything but this process (see the module's contract)."""
+
+    def __init__(self) -> None:
+        self._cores = _pinned or ()
+
+    def start(self) -> None:
+        self._began, self._busy, self._own = time.monotonic(), _busy_ticks(self._cores), _own_ticks()
+
+    def share(self) -> float:
+        """Since ``start()``: the time others took on the pinned cores, as a share of one core's (0.0 unpinned)."""
+        if not self._cores:
+            return 0.0
+        elapsed = (time.monotonic() - self._began) * _CLOCK_TICKS
+        return max(0, (_busy_ticks(self._cores) - self._busy) - (_own_ticks() - self._own)) / elapsed
