@@ -15,7 +15,8 @@ the truth, what removing the reads saves; ``idle_saving_us``, the same for the d
 (the saving without what the arms' device work differs by); ``charged_us``, the median idle charge
 of a run with reads, and ``cost_us``, the median of that charge plus the device time added: the
 analysis' claims; ``pairs``, the number of pairs; ``disturbed``, the runs other loads disturbed,
-left out unless fewer than ``MIN_PAIRS`` pairs would be left (then every run counts).
+left out unless fewer than ``ab_harness.MIN_QUIET_PAIRS`` pairs would be left (then every run
+counts).
 ``AB_CASES``: the cases of the truth, each (workload module, its arguments, steps per sampling run),
 run with ``AB_OPTIONS``.
 """
@@ -24,13 +25,12 @@ from __future__ import annotations
 import numpy as np
 
 from tests.support.workloads import denoise_worker
-from tests.support.workloads.ab_harness import DISTURBED, NO_READS_ARM, READS_ARM
+from tests.support.workloads.ab_harness import DISTURBED, MIN_QUIET_PAIRS, NO_READS_ARM, READS_ARM
 from xlaprof.analysis.common import intervals
 from xlaprof.analysis.idle.attribution import CODE, Cause
 from xlaprof.analysis.idle.read_slowdown import busy_added
 
 AB_OPTIONS = ["--pin-cores", "--alternate-reads"]
-MIN_PAIRS = 3
 DIFFUSERS_STEPS_PER_RUN = 2  # a lookup (its two reads) every 2 steps: twice the share of a 4-step run's
 AB_CASES = {
     # denoise loop, tiny_scheduler's .nonzero().item() every step
@@ -74,7 +74,7 @@ def _pairs(runs: dict) -> list[tuple[tuple, tuple]]:
 def ab_figures(analysis, steps_per_run: int) -> dict:
     runs, disturbed = arm_runs(analysis), arm_runs(analysis, disturbed=True)
     pairs = _pairs(runs)
-    if len(pairs) < MIN_PAIRS:  # no quiet stretch: measure the disturbed runs as well
+    if len(pairs) < MIN_QUIET_PAIRS:  # no quiet stretch: measure the disturbed runs as well
         runs = {arm: sorted(runs[arm] + disturbed[arm]) for arm in runs}
         pairs = _pairs(runs)
     wall = {arm: float(np.median([r[1] for r in rs])) / steps_per_run if rs else float("nan")

@@ -31,14 +31,18 @@ def test_the_ab_saving_over_the_idle_with_reads_is_the_read_share():
     assert 0 < half_width < 0.4  # three pairs that disagree: an interval, not a point
 
 
-def test_pairs_another_load_disturbed_are_left_out_unless_every_pair_was():
-    quiet = [(_block(1100, 100), _block(700, 100)), (_block(1000, 100), _block(600, 100))]  # savings 400
+def test_pairs_another_load_disturbed_are_left_out_unless_too_few_were_quiet():
+    quiet = [(_block(1100, 100), _block(700, 100)), (_block(1000, 100), _block(600, 100)),
+             (_block(1050, 100), _block(650, 100))]  # savings 400
     disturbed = (_block(1600, 100), _block(700, 100, foreign=FOREIGN_MAX_SHARE + 0.1))  # saving 900
     pairs = [*quiet, disturbed, disturbed]
     ab = {READS_ARM: [w for w, _ in pairs], NO_READS_ARM: [o for _, o in pairs]}
-    assert ab_read_share(ab)[0] == pytest.approx(400 / 950)  # the quiet pairs: idle 1000 and 900 with reads
+    assert ab_read_share(ab)[0] == pytest.approx(400 / 950)  # the quiet pairs: idle 1000, 900 and 950 with reads
     ab = {READS_ARM: [disturbed[0]] * 3, NO_READS_ARM: [disturbed[1]] * 3}
     assert ab_read_share(ab)[0] == pytest.approx(900 / 1500)  # nothing quiet: every pair counts
+    few = [quiet[0], disturbed, disturbed]
+    ab = {READS_ARM: [w for w, _ in few], NO_READS_ARM: [o for _, o in few]}
+    assert ab_read_share(ab)[0] == pytest.approx(900 / 1500)  # one quiet pair is no measurement: all count
 
 
 def test_a_larger_ab_read_share_is_taken_from_tracing_first_then_blocked():

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tests.support.workloads.ab_harness import FOREIGN_MAX_SHARE, NO_READS_ARM, READS_ARM
+from tests.support.workloads.ab_harness import MIN_QUIET_PAIRS, NO_READS_ARM, READS_ARM, quiet
 
 CAUSES = ("compile", "transfer_from_device", "host_tracing", "host_blocked")
 
@@ -90,12 +90,13 @@ AB_RESAMPLES = 2000
 def ab_read_share(ab: dict) -> tuple[float, float]:
     """The share of the device's idle time that taking the reads out saves (see the module's model),
     and the half width of its 95% bootstrap interval over the pairs of blocks: the pairs whose pinned
-    cores no other load took (``ab_harness.FOREIGN_MAX_SHARE``), all of them where none was free."""
+    cores no other load took (``ab_harness.quiet``), all of them where fewer than
+    ``ab_harness.MIN_QUIET_PAIRS`` were."""
     def idle(block: dict) -> float:
         return block["wall_us"] - block["metrics"].get("execute_us", 0.0)
-    measured = [(w, o) for w, o in zip(ab[READS_ARM], ab[NO_READS_ARM])
-                if max(w.get("foreign", 0.0), o.get("foreign", 0.0)) <= FOREIGN_MAX_SHARE]
-    pairs = np.array([(idle(w), idle(o)) for w, o in measured or zip(ab[READS_ARM], ab[NO_READS_ARM])])
+    every = list(zip(ab[READS_ARM], ab[NO_READS_ARM]))
+    measured = [(w, o) for w, o in every if quiet(w.get("foreign", 0.0), o.get("foreign", 0.0))]
+    pairs = np.array([(idle(w), idle(o)) for w, o in (measured if len(measured) >= MIN_QUIET_PAIRS else every)])
 
     def share(rows: np.ndarray) -> np.ndarray:  # rows: (..., pairs, 2)
         saving = np.median(rows[..., 0] - rows[..., 1], axis=-1)

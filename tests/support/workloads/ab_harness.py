@@ -23,7 +23,9 @@ the CPU time it used (clock ticks). ``ForeignLoad()`` (after ``pin_host_and_devi
 stretch of time (``start()``, then ``share()``), the time the pinned cores gave to anything but this
 process (other processes, the kernel's own threads, interrupts, the hypervisor's steal), as a share
 of one core's time: pinning keeps the scheduler from moving the workload away from such a load, and a
-busy device core or host core moves an A/B saving by tens of points.
+busy device core or host core moves an A/B saving by tens of points. ``quiet(*shares)`` says whether
+blocks or runs with those shares count; an A/B with fewer than ``MIN_QUIET_PAIRS`` quiet pairs
+counts every pair.
 
 On the CPU device the "device" computes on the host's cores: an A/B saving in step time mixes a
 read's cost with the host and the device contending for cores. Pinned, the host's Python and the
@@ -42,6 +44,7 @@ REPIN_S = 0.2
 # of a core's time measured that load as much as the workload (a core taken whole by another process
 # moved the CPU fallback's saving from about 50% of the idle time to 24% or 67%): it does not count.
 FOREIGN_MAX_SHARE = 0.15
+MIN_QUIET_PAIRS = 3  # fewer quiet pairs than this measure nothing: every pair counts then
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _pinned: tuple[int, int] | None = None  # (host core, device core) once pinned
 
@@ -71,7 +74,7 @@ def sampling_run(args: argparse.Namespace, number: int):
     with xlaprof.trace(READS_ARM if reads else NO_READS_ARM):
         yield reads
         xm.wait_device_ops()
-        if load.share() > FOREIGN_MAX_SHARE:
+        if not quiet(load.share()):
             with xlaprof.trace(DISTURBED):
                 pass
 
@@ -117,6 +120,11 @@ def thread_cores(pid: int) -> dict[int, tuple[str, int, int]]:
             continue
         cores[tid] = allowed, int(fields[36]), int(fields[11]) + int(fields[12])
     return cores
+
+
+def quiet(*shares: float) -> bool:
+    """Whether blocks or runs with these ``ForeignLoad`` shares measured the workload alone."""
+    return max(shares) <= FOREIGN_MAX_SHARE
 
 
 def _busy_ticks(cores: tuple[int, ...]) -> int:
