@@ -1,9 +1,14 @@
 """The corpus run end to end: both runner processes, then each case's session analysed and scored.
 
-``record_corpus(workdir, names)`` runs ``runner`` in ``lines`` then ``capture`` mode (processes one after
-the other: the capture's timings are not shared with the tracer's) and returns the two records. The
-cases with an A/B arm without reads are captured in a process of their own, its host and device
-threads pinned to two cores (a read's cost is measured there); the others as a user runs them.
+``record_corpus(workdir, names, fast_compile=False)`` runs ``runner`` in ``lines`` then ``capture`` mode
+(processes one after the other: the capture's timings are not shared with the tracer's) and returns
+the two records. The cases with an A/B arm without reads are captured in a process of their own, its
+host and device threads pinned to two cores (a read's cost is measured there); the others as a user
+runs them. The line tracer records counts only (reads, compiles and fallbacks by line), so its
+process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``: the same graphs and
+compiles, each compile about half as long); with ``fast_compile`` so does the process capturing the
+cases without an A/B arm (their truth and their analysis come from that one process; an A/B arm's
+truth depends on the device's speed, so its process keeps the default flags).
 ``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
 ``score_corpus(records)`` -> ``{case: CaseResult}``: the case's ``Truth``, the analysis report (the
 JSON contract's dict, ``xlaprof.report.analysis_json``) and its ``Score``, plus the case's own checks
@@ -19,12 +24,16 @@ from dataclasses import dataclass
 
 from tests.support.corpus.cases import ACCEPTED_FIXES, BY_NAME, ONE_OFF_COMPILE_FIXES, Case
 from tests.support.truth.table import Score, Truth, score
+from tests.support.workloads.recompile_worker import FAST_COMPILE_XLA_FLAGS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float, pinned: bool = False) -> dict:
+def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float, pinned: bool = False,
+         fast_compile: bool = False) -> dict:
     env = dict(os.environ, PJRT_DEVICE="CPU", PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
+    if fast_compile:
+        env["XLA_FLAGS"] = " ".join(filter(None, (os.environ.get("XLA_FLAGS"), FAST_COMPILE_XLA_FLAGS)))
     command = [sys.executable, "-m", "tests.support.truth.runner", "--mode", mode, "--cases", ",".join(names),
                "--out", out, "--logdir", logdir] + (["--pin-cores"] if pinned else [])
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
@@ -43,13 +52,15 @@ def _in_group(name: str, pinned: bool) -> bool:
     return (BY_NAME[name].without_reads is not None) == pinned
 
 
-def record_corpus(workdir: str, names: list[str], timeout: float = 1500) -> dict[str, dict]:
+def record_corpus(workdir: str, names: list[str], timeout: float = 1500,
+                  fast_compile: bool = False) -> dict[str, dict]:
     """``{"lines": ..., "capture": ...}``: the runner's two records of the named cases."""
     logdir = os.path.join(workdir, "logs")
-    _run("lines", names, os.path.join(workdir, "lines.json"), logdir, timeout)
+    _run("lines", names, os.path.join(workdir, "lines.json"), logdir, timeout, fast_compile=True)
     for group, pinned in CAPTURE_GROUPS.items():
         if cases := [name for name in names if _in_group(name, pinned)]:
-            _run("capture", cases, os.path.join(workdir, f"{group}.json"), logdir, timeout, pinned)
+            _run("capture", cases, os.path.join(workdir, f"{group}.json"), logdir, timeout, pinned,
+                 fast_compile=fast_compile and not pinned)
     return load_records(workdir)
 
 
