@@ -11,7 +11,7 @@ from tests.integration.test_collectors import _run_script
 pytestmark = pytest.mark.torch_xla
 
 REPLAY_SCRIPT = textwrap.dedent('''
-    import json, torch, torch_xla, torch_xla.debug.metrics as met
+    import json, torch, torch_xla, torch_xla.debug.metrics as met, torch_xla.core.xla_model as xm
     from tests.support.truth.read_replay import ReadReplay, ReplayMismatch
     dev = torch_xla.device()
     x = torch.arange(12.0).reshape(3, 4).to(dev)
@@ -31,9 +31,11 @@ REPLAY_SCRIPT = textwrap.dedent('''
     replay = ReadReplay.install()
     with replay.recording(1):
         recorded = step(1)
+    xm.wait_device_ops()  # an execution counts as it ends: the sync's runs on after the step returns
     before, executed = reads(), met.metric_data("ExecuteTime")[0]
     with replay.replaying(1):
         replayed = step(1)
+    xm.wait_device_ops()
     after_reads, after_executed = reads(), met.metric_data("ExecuteTime")[0]
     mismatch = None
     try:
