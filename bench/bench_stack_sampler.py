@@ -19,7 +19,8 @@ capture file), the samples per second the main thread actually got, how many of 
 changed), and the CPU the emitter threads used. ``--runs N``
 repeats each workload in N fresh processes (their rounds pooled). Run from the repo root:
 
-    .venv/bin/python bench/bench_stack_sampler.py [--runs 3] [--hz 1000] [--switch-interval-ms 5] [--backoff-ms 1]
+    .venv/bin/python bench/bench_stack_sampler.py [--runs 4] [--blocks 40] [--steps 10] [--hz 1000]
+        [--switch-interval-ms 5] [--backoff-ms 1]
 """
 from __future__ import annotations
 
@@ -211,10 +212,11 @@ def _change(ratios: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", choices=WORKLOADS, action="append", help="default: both")
-    parser.add_argument("--runs", type=int, default=3, help="fresh processes per workload (default 3)")
+    parser.add_argument("--runs", type=int, default=4, help="fresh processes per workload (default 4)")
     parser.add_argument("--hz", type=float, default=1000, help="the sampler's rate when on (default 1000)")
-    parser.add_argument("--steps", type=int, default=40, help="steps per block (default 40)")
-    parser.add_argument("--blocks", type=int, default=6, help="blocks per condition and run (default 6)")
+    parser.add_argument("--steps", type=int, default=10, help="steps per block (default 10)")
+    parser.add_argument("--blocks", type=int, default=40, help="blocks per condition and run (default 40: with 4 "
+                                                                "runs, a 95%% interval within about +/-1.5 points)")
     parser.add_argument("--switch-interval-ms", type=float, default=None,
                         help="the interpreter's switch interval while sampling (default: the sampler's own)")
     parser.add_argument("--backoff-ms", type=float, default=None,
