@@ -52,12 +52,10 @@ def measure(seconds: float, hz: float, step=None) -> tuple[float, float]:
     watching = threading.Thread(target=lambda: result.append(watch_parked_thread(seconds, hz)))
     watching.start()
     n = 0
-    while watching.is_alive():
-        if step is None:
-            watching.join()
-        else:
-            step(n)
-            n += 1
+    while step is not None and watching.is_alive():
+        step(n)
+        n += 1
+    watching.join()
     return result[0]
 
 

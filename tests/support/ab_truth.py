@@ -1,10 +1,10 @@
 """The A/B truth of a read's cost, from one capture of a workload run with ``ab_harness``'s
 ``--alternate-reads`` (and ``--pin-cores``).
 
-Contract: ``arm_runs(analysis)`` is, per arm (``ab_harness.READS_ARM``, ``NO_READS_ARM``), one
-``(start_us, wall_us, idle_us, charged_us, added_us)`` per sampling run whose span lies whole
-inside the capture window, in time order, but the runs other loads disturbed (a ``DISTURBED`` span
-inside; with ``disturbed=True``, those only): the run's wall time (its span: steps, and the device
+Contract: ``arm_runs(analysis)`` is two dicts, the runs other loads left alone and those they
+disturbed (a ``DISTURBED`` span inside), each holding per arm (``ab_harness.READS_ARM``,
+``NO_READS_ARM``) one ``(start_us, wall_us, idle_us, charged_us, added_us)`` per sampling run whose
+span lies whole inside the capture window, in time order: the run's wall time (its span: steps, and the device
 work, drained at its end), the device's idle time inside it (wall minus busy: the device timeline
 alone), the idle time the analysis charged to ``transfer_from_device`` inside it, and the device
 time it found the run's reads added to the work running during them (``read_slowdown``).
@@ -44,7 +44,7 @@ AB_CASES = {
 }
 
 
-def arm_runs(analysis, disturbed: bool = False) -> dict[str, list[tuple[float, float, float, float, float]]]:
+def arm_runs(analysis) -> tuple[dict[str, list[tuple]], dict[str, list[tuple]]]:
     (worker,) = analysis.workers
     spans, pieces, devices = worker.host.spans, worker.pieces, worker.devices
     w0, w1 = worker.window
@@ -53,17 +53,17 @@ def arm_runs(analysis, disturbed: bool = False) -> dict[str, list[tuple[float, f
     reads = worker.host.transfers_from_device
     added = busy_added(devices, worker.programs, reads)
     marks = np.array([float(spans.start[i]) for i, name in enumerate(spans.name) if name == DISTURBED])
-    runs: dict[str, list[tuple[float, float, float, float, float]]] = {READS_ARM: [], NO_READS_ARM: []}
+    quiet: dict[str, list[tuple]] = {READS_ARM: [], NO_READS_ARM: []}
+    disturbed: dict[str, list[tuple]] = {READS_ARM: [], NO_READS_ARM: []}
     for i, name in enumerate(spans.name):
         start, end = float(spans.start[i]), float(spans.end[i])
-        if disturbed != bool(((marks >= start) & (marks <= end)).any()):
-            continue
-        if name in runs and w0 <= start and end <= w1:
+        if name in quiet and w0 <= start and end <= w1:
             charged = float(np.clip(np.minimum(p1, end) - np.maximum(p0, start), 0, None).sum())
             busy = sum(intervals.total(*intervals.clip(d.busy_starts, d.busy_ends, start, end)) for d in devices)
             mine = float(added[(reads.start >= start) & (reads.start < end)].sum())
+            runs = disturbed if ((marks >= start) & (marks <= end)).any() else quiet
             runs[name].append((start, end - start, len(devices) * (end - start) - busy, charged, mine))
-    return {arm: sorted(rs) for arm, rs in runs.items()}
+    return ({arm: sorted(rs) for arm, rs in quiet.items()}, {arm: sorted(rs) for arm, rs in disturbed.items()})
 
 
 def _pairs(runs: dict) -> list[tuple[tuple, tuple]]:
@@ -72,7 +72,7 @@ def _pairs(runs: dict) -> list[tuple[tuple, tuple]]:
 
 
 def ab_figures(analysis, steps_per_run: int) -> dict:
-    runs, disturbed = arm_runs(analysis), arm_runs(analysis, disturbed=True)
+    runs, disturbed = arm_runs(analysis)
     pairs = _pairs(runs)
     if len(pairs) < MIN_QUIET_PAIRS:  # no quiet stretch: measure the disturbed runs as well
         runs = {arm: sorted(runs[arm] + disturbed[arm]) for arm in runs}
