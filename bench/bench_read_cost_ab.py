@@ -6,7 +6,7 @@ from a worker run with ``--pin-cores --alternate-reads`` (``tests/support/worklo
 and prints per case: the charge per step (``transfer_from_device`` in the runs with reads) and the
 cost (that charge plus the device time the reads added, ``read_slowdown``), the saving per step in
 step time and in device idle time (medians over neighbouring run pairs, see
-``tests/support/ab_truth.py``) and their ratios; at the end, per case the median and the range of
+``tests/support/ab_truth.py``, each with its 95% interval) and their ratios; at the end, per case the median and the range of
 each ratio over the repetitions. Cases: ``helper`` (denoise loop, ``tiny_scheduler``'s
 ``.nonzero().item()`` every step), ``closure`` (a read in ``xm.add_step_closure`` every step),
 ``diffusers`` (DPM-Solver's index lookup on the device vs ``set_begin_index(0)``): ``ab_truth.AB_CASES``.
@@ -42,8 +42,9 @@ def main() -> None:
                 ratios.setdefault(case, []).append((step_ratio, idle_ratio, f["charged_us"] / f["saving_us"]))
                 print(f"{case:9s} pairs {f['pairs']:2d}  charged idle {f['charged_us']:6.0f} + device time added "
                       f"{f['cost_us'] - f['charged_us']:6.0f} = {f['cost_us']:6.0f} us/step  "
-                      f"saving: step time {f['saving_us']:6.0f} (cost ratio {step_ratio:5.2f})  "
-                      f"device idle {f['idle_saving_us']:6.0f} (idle ratio {idle_ratio:5.2f})  "
+                      f"saving: step time {f['saving_us']:6.0f} +/-{f['saving_interval_us']:4.0f} "
+                      f"(cost ratio {step_ratio:5.2f})  device idle {f['idle_saving_us']:6.0f} "
+                      f"+/-{f['idle_saving_interval_us']:4.0f} (idle ratio {idle_ratio:5.2f})  "
                       f"step with/without {f['wall_us']['with_reads']:.0f}/{f['wall_us']['without_reads']:.0f}",
                       flush=True)
     for case, values in ratios.items():

@@ -6,7 +6,9 @@ the reads and the counterfactual without them, in one process (so a busy machine
 both arms alike). The truth (``ab_truth``) is the saving of neighbouring runs, measured on the
 device timeline alone; the claim is what the analysis charges ``transfer_from_device`` per step in
 the runs with reads, and its cost: that charge plus the device time the reads added to the work
-running during them (``read_slowdown``), against the saving in step time. Cases: ``helper``, the
+running during them (``read_slowdown``), against the saving in step time: within 30%, widened by
+the truth's own 95% interval (a median over a few pairs of runs on a loaded machine moves: a helper
+read's saving measured 3.65 ms a step in one full suite run, 2.62-3.39 ms in the others). Cases: ``helper``, the
 denoise loop whose library-like ``tiny_scheduler`` reads (``.nonzero().item()``) every step;
 ``closure``, a read in a step closure (``xm.add_step_closure``) every step. ``ab_truth``'s third case,
 diffusers' DPM-Solver lookup, is measured by ``bench/bench_read_cost_ab.py`` only (see ``SUITE_CASES``).
@@ -65,14 +67,16 @@ def test_a_reads_charge_is_its_saving_in_device_idle_time(ab_cases, case):
     figures, _ = ab_cases[case]
     assert figures["pairs"] >= 3, figures
     assert figures["idle_saving_us"] > 0, figures
-    assert abs(figures["charged_us"] - figures["idle_saving_us"]) <= TOLERANCE * figures["idle_saving_us"], figures
+    bound = TOLERANCE * figures["idle_saving_us"] + figures["idle_saving_interval_us"]  # + the truth's own error
+    assert abs(figures["charged_us"] - figures["idle_saving_us"]) <= bound, figures
 
 
 @pytest.mark.parametrize("case", SUITE_CASES)
 def test_a_reads_cost_with_the_device_time_it_added_is_its_saving_in_step_time(ab_cases, case):
     figures, _ = ab_cases[case]
     assert figures["saving_us"] > 0, figures
-    assert abs(figures["cost_us"] - figures["saving_us"]) <= TOLERANCE * figures["saving_us"], figures
+    bound = TOLERANCE * figures["saving_us"] + figures["saving_interval_us"]  # + the truth's own 95% interval
+    assert abs(figures["cost_us"] - figures["saving_us"]) <= bound, figures
 
 
 @pytest.mark.parametrize("case", MID_STEP_CASES)

@@ -12,7 +12,9 @@ time it found the run's reads added to the work running during them (``read_slow
 the median run wall time; ``saving_us``, the median over neighbouring pairs of runs (one with
 reads, the next without, so both saw about the same load) of the difference of their wall times:
 the truth, what removing the reads saves; ``idle_saving_us``, the same for the device's idle time
-(the saving without what the arms' device work differs by); ``charged_us``, the median idle charge
+(the saving without what the arms' device work differs by); ``saving_interval_us`` and
+``idle_saving_interval_us``, the half widths of their 95% bootstrap intervals over the pairs (how
+precise the truth is); ``charged_us``, the median idle charge
 of a run with reads, and ``cost_us``, the median of that charge plus the device time added: the
 analysis' claims; ``pairs``, the number of pairs; ``disturbed``, the runs other loads disturbed,
 left out unless fewer than ``ab_harness.MIN_QUIET_PAIRS`` pairs would be left (then every run
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.support import bootstrap
 from tests.support.workloads import denoise_worker
 from tests.support.workloads.ab_harness import DISTURBED, MIN_QUIET_PAIRS, NO_READS_ARM, READS_ARM
 from xlaprof.analysis.common import intervals
@@ -83,9 +86,13 @@ def ab_figures(analysis, steps_per_run: int) -> dict:
 
     def per_step(values: list[float]) -> float:
         return float(np.median(values)) / steps_per_run if values else float("nan")
+
+    def interval(values: list[float]) -> float:  # the median's 95% interval half width, per step
+        return bootstrap.half_width(np.array(values), lambda rows: np.median(rows, axis=-1)) / steps_per_run
+    savings, idle_savings = [w[1] - o[1] for w, o in pairs], [w[2] - o[2] for w, o in pairs]
     return {"runs": {arm: len(rs) for arm, rs in runs.items()}, "pairs": len(pairs), "wall_us": wall,
             "disturbed": sum(len(rs) for rs in disturbed.values()),
-            "saving_us": per_step([w[1] - o[1] for w, o in pairs]),
-            "idle_saving_us": per_step([w[2] - o[2] for w, o in pairs]),
+            "saving_us": per_step(savings), "saving_interval_us": interval(savings),
+            "idle_saving_us": per_step(idle_savings), "idle_saving_interval_us": interval(idle_savings),
             "charged_us": per_step([r[3] for r in with_reads]),
             "cost_us": per_step([r[3] + r[4] for r in with_reads])}

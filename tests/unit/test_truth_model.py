@@ -8,15 +8,17 @@ from tests.support.truth.table import Truth, ab_read_share
 from tests.support.workloads.ab_harness import FOREIGN_MAX_SHARE, NO_READS_ARM, READS_ARM
 
 
-def _block(wall_us: float, execute_us: float, foreign: float = 0.0) -> dict:
-    return {"wall_us": wall_us, "metrics": {"execute_us": execute_us}, "foreign": foreign}
+def _block(wall_us: float, execute_us: float, foreign: float = 0.0, cpu_us: float = 0.0, read_us: float = 0.0) -> dict:
+    return {"start": 0.0, "wall_us": wall_us, "cpu_us": cpu_us, "runnable_us": 0.0, "runtime_cpu_us": 0.0,
+            "metrics": {"execute_us": execute_us, "read_us": read_us}, "foreign": foreign}
+
+
+# 1,000 us of wall, 600 of them the main thread on a CPU, 100 a read's transfer, no device work.
+STEP = _block(1000.0, 0.0, cpu_us=600.0, read_us=100.0)
 
 
 def _capture(ab: dict | None = None) -> dict:
-    # One step: 1,000 us of wall, 600 of them the main thread on a CPU, 100 a read's transfer, no device work.
-    step = {"start": 0.0, "wall_us": 1000.0, "cpu_us": 600.0, "runnable_us": 0.0, "runtime_cpu_us": 0.0,
-            "metrics": {"read_us": 100.0}}
-    return {"steps": [step], **({"ab": ab} if ab else {})}
+    return {"steps": [STEP], "session": "window", **({"ab": ab, "ab_session": "ab"} if ab else {})}
 
 
 LINES = {"reads": {}, "compiles": {}, "fallbacks": {}}
@@ -46,14 +48,27 @@ def test_pairs_another_load_disturbed_are_left_out_unless_too_few_were_quiet():
 
 
 def test_a_larger_ab_read_share_is_taken_from_tracing_first_then_blocked():
-    without_arm = Truth.of(_capture(), LINES).idle_us
-    assert without_arm == {"compile": 0.0, "transfer_from_device": 100.0, "host_tracing": 600.0, "host_blocked": 300.0}
-    saving_80_of_100 = {READS_ARM: [_block(100, 0)], NO_READS_ARM: [_block(20, 0)]}
-    idle = Truth.of(_capture(saving_80_of_100), LINES).idle_us
-    assert idle == {"compile": 0.0, "transfer_from_device": 800.0, "host_tracing": 0.0, "host_blocked": 200.0}
+    without_arm = Truth.of(_capture(), LINES)
+    assert without_arm.idle_us == {"compile": 0.0, "transfer_from_device": 100.0, "host_tracing": 600.0,
+                                   "host_blocked": 300.0}
+    assert (without_arm.rows, without_arm.session) == ([STEP], "window")
+    saving_80_of_100 = {READS_ARM: [STEP], NO_READS_ARM: [_block(200, 0)]}
+    with_arm = Truth.of(_capture(saving_80_of_100), LINES)
+    assert with_arm.idle_us == {"compile": 0.0, "transfer_from_device": 800.0, "host_tracing": 0.0, "host_blocked": 200.0}
 
 
 def test_a_smaller_ab_read_share_gives_the_difference_back_to_tracing():
-    saving_nothing = {READS_ARM: [_block(100, 0)], NO_READS_ARM: [_block(120, 0)]}
+    saving_nothing = {READS_ARM: [STEP], NO_READS_ARM: [_block(1200, 0)]}
     idle = Truth.of(_capture(saving_nothing), LINES).idle_us
     assert idle == {"compile": 0.0, "transfer_from_device": 0.0, "host_tracing": 700.0, "host_blocked": 300.0}
+
+
+def test_with_an_arm_the_blocks_with_reads_are_modelled_and_scored_in_their_own_capture():
+    # The window's step says 100 us of reads; the blocks with reads (counted pairs only) say 300 and 100.
+    disturbed = (_block(5000, 0, cpu_us=100.0, read_us=4000.0), _block(800, 0, foreign=1.0))
+    ab = {READS_ARM: [_block(1000, 0, cpu_us=600.0, read_us=300.0), disturbed[0]] + [STEP] * 2,
+          NO_READS_ARM: [_block(900, 0), disturbed[1]] + [_block(900, 0)] * 2}
+    truth = Truth.of(_capture(ab), LINES)
+    assert truth.session == "ab" and truth.rows == [ab[READS_ARM][0], STEP, STEP]
+    assert truth.windows_ns == [(0, 1_000_000)] * 3
+    assert sum(truth.idle_us.values()) == pytest.approx(3000.0)  # the three blocks' idle, not the window's 1000

@@ -11,7 +11,8 @@ cases without an A/B arm (their truth and their analysis come from that one proc
 truth depends on the device's speed, so its process keeps the default flags).
 ``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
 ``score_corpus(records)`` -> ``{case: CaseResult}``: the case's ``Truth``, the analysis report (the
-JSON contract's dict, ``xlaprof.report.analysis_json``) and its ``Score``, plus the case's own checks
+JSON contract's dict, ``xlaprof.report.analysis_json``) and its ``Score`` (the shares of idle scored
+in the truth's session: the A/B capture where the case has an arm), plus the case's own checks
 (``checks``: the advice fits, the recompile explanation names the values that changed).
 """
 from __future__ import annotations
@@ -113,5 +114,6 @@ def score_corpus(records: dict[str, dict]) -> dict[str, CaseResult]:
         truth = Truth.of(captured, records["lines"][name])
         analysis = analyze(Session.load(captured["session"]))
         report = analysis_json(analysis)
-        results[name] = CaseResult(BY_NAME[name], truth, report, score(analysis, report, truth))
+        scored = analysis if truth.session == captured["session"] else analyze(Session.load(truth.session))
+        results[name] = CaseResult(BY_NAME[name], truth, report, score(report, truth, scored))
     return results

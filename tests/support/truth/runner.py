@@ -12,9 +12,9 @@ For each case of ``--cases`` (``tests.support.corpus.cases``), in order, in this
 on the CPU device the "device" computes on the host's cores; pinned, a read's cost is not mixed
 with the two contending for them).
 ``--out`` gets one JSON object, case name -> ``{"session", "steps"}`` (capture; with ``"ab"``:
-``{"with_reads": [block, ...], "without_reads": [...]}``, each block its wall time and torch_xla's
-counter deltas; the A/B session names each block by a span of its arm, ``ab_harness.READS_ARM`` or
-``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines), rewritten after each case.
+``{"with_reads": [block, ...], "without_reads": [...]}``, each block as ``ab_blocks`` records it, and
+``"ab_session"``, the A/B capture's path, which names each block by a span of its arm,
+``ab_harness.READS_ARM`` or ``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines), rewritten after each case.
 Each case seeds torch with 0 before building, and both modes run the same cases in the same order,
 so the two processes take the same steps and meet the same compile cache (``corpus_run`` captures
 the cases with an A/B arm in a process of their own: they compile all their graphs while warming up).
@@ -59,7 +59,11 @@ def run_case(case, mode: str, logdir: str | None) -> dict:
     step = workload.build(torch, torch_xla.device(), list(case.args))
     for i in range(case.warm):
         step(i)
-    xm.wait_device_ops()  # the harness' own boundary, before the window: no step's work runs into it
+    # The harness' own boundary, before the window: no step's work runs into it, nor a tensor left
+    # pending (a full corpus run once compiled, at input_bound's first window step, a graph with one
+    # scalar output more than its steps make, which the line tracer's process never saw).
+    torch_xla.sync()
+    xm.wait_device_ops()
     window = range(case.warm, case.warm + case.window)
     if mode == "capture":
         import xlaprof
@@ -74,7 +78,7 @@ def run_case(case, mode: str, logdir: str | None) -> dict:
                         xm.wait_device_ops()
         record = {"session": run.path, "steps": recorder.rows}
         if case.without_reads is not None:
-            record["ab"] = ab_blocks(case, step, logdir)
+            record["ab"], record["ab_session"] = ab_blocks(case, step, logdir)
         return record
     from tests.support.truth.line_tracer import LineTracer
 
@@ -86,23 +90,23 @@ def run_case(case, mode: str, logdir: str | None) -> dict:
     return {"compiles": dict(tracer.compiles), "reads": dict(tracer.reads), "fallbacks": dict(tracer.fallbacks)}
 
 
-def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
+def ab_blocks(case, step, logdir: str) -> tuple[dict[str, list[dict]], str]:
     """The case's ``step`` against its arm without reads (built here, same seed, its window's shapes
     compiled first; for ``REPLAYED_READS``, ``step`` itself with its reads answered from a recording:
     ``replayed``), in ``AB_PAIRS`` pairs of blocks, the arms alternating (a changing load falls on
     both): each block one arm's window of steps, repeated to last ``AB_BLOCK_S`` (each step recorded
     as the window's are, so both arms pay the recorder's cost as the window did), ended by
-    ``xm.wait_device_ops()``, with its wall time, torch_xla's counter deltas and the share of a pinned
-    core's time that went to other loads (``foreign``). A pair with a block above
-    ``ab_harness.FOREIGN_MAX_SHARE`` does not count: pairs run until ``AB_PAIRS`` count, at most
-    ``AB_MAX_PAIRS``."""
+    ``xm.wait_device_ops()``, with what ``StepRecorder`` records of a step (its start, wall time,
+    clocks and counter deltas: a row of the truth's model, as a step is) and the share of a pinned
+    core's time that went to other loads (``foreign``). A pair with a block above ``ab_harness.FOREIGN_MAX_SHARE`` does not count:
+    pairs run until ``AB_PAIRS`` count, at most ``AB_MAX_PAIRS``. Returns the blocks per arm and the
+    capture's session (where the truth scores the analysis' shares)."""
     import torch
     import torch_xla
     import torch_xla.core.xla_model as xm
 
     import xlaprof
     from tests.support.corpus.cases import REPLAYED_READS
-    from tests.support.truth import metrics_probe
     from tests.support.truth.step_recorder import StepRecorder
     from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM, ForeignLoad, quiet
 
@@ -123,25 +127,23 @@ def ab_blocks(case, step, logdir: str) -> dict[str, list[dict]]:
         step(i)
     xm.wait_device_ops()
     repeats = max(1, math.ceil(AB_BLOCK_S / (time.perf_counter() - began)))
-    arms, recorder = {READS_ARM: step, NO_READS_ARM: without}, StepRecorder()
+    arms, recorder, block_clocks = {READS_ARM: step, NO_READS_ARM: without}, StepRecorder(), StepRecorder()
     blocks: dict[str, list[dict]] = {arm: [] for arm in arms}
     load, counted, pairs = ForeignLoad(), 0, 0
-    with xlaprof.profile(logdir, name=f"{case.name}-ab"):
+    with xlaprof.profile(logdir, name=f"{case.name}-ab") as ab_run:
         while counted < AB_PAIRS and pairs < AB_MAX_PAIRS:
             for arm, run in arms.items():
-                before, began = metrics_probe.snapshot(), time.perf_counter()
                 load.start()
-                with xlaprof.trace(arm):  # so ab_truth.ab_figures can score the analysis on this session too
+                # A span of the arm, so ab_truth.ab_figures can score the analysis on this session too.
+                with block_clocks.step(pairs), xlaprof.trace(arm):
                     for i in list(window) * repeats:
                         with recorder.step(i):  # the window's own per-step cost, in both arms
                             run(i)
                     xm.wait_device_ops()
-                wall_us = (time.perf_counter() - began) * 1e6
-                blocks[arm].append({"wall_us": wall_us, "foreign": load.share(),
-                                    "metrics": metrics_probe.delta(before, metrics_probe.snapshot())})
+                blocks[arm].append({**block_clocks.rows[-1], "foreign": load.share()})
             pairs += 1
             counted += quiet(*(blocks[arm][-1]["foreign"] for arm in arms))
-    return blocks
+    return blocks, ab_run.path
 
 
 def replayed(step, window: range):

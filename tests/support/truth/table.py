@@ -1,9 +1,10 @@
 """The truth table of a workload in the analysis' own terms, and an analysis scored against it.
 
 ``Truth.of(capture, lines)`` takes the runner's two records. The model each figure rests on:
-- **Idle by cause**, from the captured steps' counters and clocks alone (``StepRecorder``), over the
-  steps' wall time W (the window both sides are compared in: from the first step's start to the last
-  one's end). Compile is torch_xla's CompileTime (C); a read its TransferFromDeviceTime (R). The host
+- **Idle by cause**, from the counters and clocks of the rows modelled alone (``StepRecorder``'s
+  steps: the window's, or for a case with an A/B arm, its blocks with reads, each the window's steps
+  again), over their wall time W (each row's span is where both sides are compared). Compile is
+  torch_xla's CompileTime (C); a read its TransferFromDeviceTime (R). The host
   works for the step while the main thread is on a CPU or waiting for one (P: its CPU time and its
   run-queue wait) or torch's own threads it waits for are (the autograd engine's, A): tracing. What
   is left, W - C - R - P - A, is the main thread off the CPUs: blocked. Where C + R + P + A exceed W
@@ -12,21 +13,24 @@
   time (a thread off the CPUs while the device computes mostly waits for it: a sync's barrier), then
   tracing; what does not overlap is idle. Shares are of the idle time so modelled.
 - **A read's cost, where an A/B arm exists** (``Case.without_reads``: the same workload, its reads
-  taken out and the rest kept; the capture record's ``ab`` blocks): the metrics see a read's transfer, not
+  taken out and the rest kept; the capture record's ``ab`` blocks, run under a capture of their own,
+  ``ab_session``): the metrics see a read's transfer, not
   the overlap it takes away (the host tracing the next step while the device waits, where without
   the read the device would still be running the last one). What removing the reads saves is the
-  truth there: the median over neighbouring pairs of blocks (each the window's steps again) of the
+  truth there: the median over neighbouring pairs of blocks of the
   device's idle time (wall less ExecuteTime) with the reads less without, over the median idle
-  time of the blocks with reads, is the reads' share of idle (``ab_read_share``: a share, as the
-  blocks run after the window, their idle time not the window's); the model's other causes give
-  up (or take back) the difference, tracing first (the lost overlap is time the host spent
-  tracing), then blocked. A measurement has its error: ``Truth.uncertainty_points`` is the half
+  time of the blocks with reads, is the reads' share of idle (``ab_read_share``); the model's other
+  causes give up (or take back) the difference, tracing first (the lost overlap is time the host spent
+  tracing), then blocked. The rows modelled, and the analysis scored, are then the blocks with reads
+  of the pairs counted (``counted_pairs``), in that capture: the blocks run after the window, and the
+  same steps ran there up to a third slower a step than in the window, so a share measured in them
+  is not the window's. A measurement has its error: ``Truth.uncertainty_points`` is the half
   width of the share's 95% bootstrap interval over the pairs, in points (0 without an arm).
 - **Reads and compiles by line**: ``LineTracer``'s counts per triggering line (the innermost line of
   the user's or a library's file executing when the counter moved), from the same steps run apart.
-``score(analysis, truth)`` -> ``Score``: per cause the analysis' share of the idle time inside the
-truth's window minus the truth's, in points (transfer_to_device counted as tracing; unattributed
-against every cause); the share of reads and of compiles the report places at their triggering line
+``score(report, truth, scored)`` -> ``Score``: per cause the analysis' (``scored``: of the truth's
+``session``) share of the idle time inside the truth's rows minus the truth's, in points
+(transfer_to_device counted as tracing; unattributed against every cause); the share of reads and of compiles the report places at their triggering line
 (matched by count per line); findings placed at a ``def``/``class`` line or in xlaprof's own code.
 """
 from __future__ import annotations
@@ -37,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tests.support import bootstrap
 from tests.support.workloads.ab_harness import MIN_QUIET_PAIRS, NO_READS_ARM, READS_ARM, quiet
 
 CAUSES = ("compile", "transfer_from_device", "host_tracing", "host_blocked")
@@ -48,8 +53,9 @@ class Truth:
     reads: Counter
     compiles: Counter
     fallbacks: Counter
-    steps: list[dict] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)  # modelled: the window's steps, or the A/B blocks with reads
     uncertainty_points: float = 0.0  # the A/B read share's 95% interval half width, in points of idle
+    session: str = ""  # the capture the rows ran in: the analysis' shares are scored there
 
     @property
     def idle_share(self) -> dict[str, float]:
@@ -58,10 +64,11 @@ class Truth:
 
     @staticmethod
     def of(capture: dict, lines: dict) -> Truth:
-        steps = capture["steps"]
-        total = lambda key: sum(s["metrics"].get(key, 0.0) for s in steps)  # noqa: E731
-        wall = sum(s["wall_us"] for s in steps)
-        working = sum(s["cpu_us"] + s.get("runnable_us", 0.0) + s.get("runtime_cpu_us", 0.0) for s in steps)
+        ab = capture.get("ab")
+        rows = [w for w, _ in counted_pairs(ab)] if ab else capture["steps"]
+        total = lambda key: sum(r["metrics"].get(key, 0.0) for r in rows)  # noqa: E731
+        wall = sum(r["wall_us"] for r in rows)
+        working = sum(r["cpu_us"] + r.get("runnable_us", 0.0) + r.get("runtime_cpu_us", 0.0) for r in rows)
         compile_us, read_us, busy = total("compile_us"), total("read_us"), total("execute_us")
         blocked = max(0.0, wall - compile_us - read_us - working)
         tracing = max(0.0, wall - compile_us - read_us - blocked)
@@ -71,39 +78,37 @@ class Truth:
         idle = {"compile": compile_us, "transfer_from_device": read_us - busy_in_reads,
                 "host_tracing": tracing - busy_in_tracing, "host_blocked": blocked - busy_in_blocked}
         uncertainty = 0.0
-        if ab := capture.get("ab"):
+        if ab:
             share, uncertainty = ab_read_share(ab)
             _take_read_idle(idle, share * sum(idle.values()))
-        return Truth(idle, Counter(lines["reads"]), Counter(lines["compiles"]), Counter(lines["fallbacks"]), steps,
-                     100 * uncertainty)
+        return Truth(idle, Counter(lines["reads"]), Counter(lines["compiles"]), Counter(lines["fallbacks"]), rows,
+                     100 * uncertainty, capture["ab_session"] if ab else capture["session"])
 
     @property
-    def window_ns(self) -> tuple[int, int]:
-        """The steps' span on the profiler's clock (ns since the Unix epoch)."""
-        first, last = self.steps[0], self.steps[-1]
-        return int(first["start"] * 1e9), int(last["start"] * 1e9 + last["wall_us"] * 1e3)
+    def windows_ns(self) -> list[tuple[int, int]]:
+        """Each modelled row's span on the profiler's clock (ns since the Unix epoch)."""
+        return [(int(r["start"] * 1e9), int(r["start"] * 1e9 + r["wall_us"] * 1e3)) for r in self.rows]
 
 
-AB_RESAMPLES = 2000
+def counted_pairs(ab: dict) -> list[tuple[dict, dict]]:
+    """The (with reads, without) pairs of blocks a measurement counts: those whose pinned cores no
+    other load took (``ab_harness.quiet``), all of them where fewer than ``ab_harness.MIN_QUIET_PAIRS`` were."""
+    every = list(zip(ab[READS_ARM], ab[NO_READS_ARM]))
+    measured = [(w, o) for w, o in every if quiet(w.get("foreign", 0.0), o.get("foreign", 0.0))]
+    return measured if len(measured) >= MIN_QUIET_PAIRS else every
 
 
 def ab_read_share(ab: dict) -> tuple[float, float]:
     """The share of the device's idle time that taking the reads out saves (see the module's model),
-    and the half width of its 95% bootstrap interval over the pairs of blocks: the pairs whose pinned
-    cores no other load took (``ab_harness.quiet``), all of them where fewer than
-    ``ab_harness.MIN_QUIET_PAIRS`` were."""
+    and the half width of its 95% bootstrap interval over the pairs of blocks counted (``counted_pairs``)."""
     def idle(block: dict) -> float:
         return block["wall_us"] - block["metrics"].get("execute_us", 0.0)
-    every = list(zip(ab[READS_ARM], ab[NO_READS_ARM]))
-    measured = [(w, o) for w, o in every if quiet(w.get("foreign", 0.0), o.get("foreign", 0.0))]
-    pairs = np.array([(idle(w), idle(o)) for w, o in (measured if len(measured) >= MIN_QUIET_PAIRS else every)])
+    pairs = np.array([(idle(w), idle(o)) for w, o in counted_pairs(ab)])
 
     def share(rows: np.ndarray) -> np.ndarray:  # rows: (..., pairs, 2)
         saving = np.median(rows[..., 0] - rows[..., 1], axis=-1)
         return np.clip(saving / np.median(rows[..., 0], axis=-1), 0.0, 1.0)
-    picks = np.random.default_rng(0).integers(0, len(pairs), (AB_RESAMPLES, len(pairs)))
-    low, high = np.percentile(share(pairs[picks]), [2.5, 97.5])
-    return float(share(pairs)), float(high - low) / 2
+    return float(share(pairs)), bootstrap.half_width(pairs, share)
 
 
 def _take_read_idle(idle: dict[str, float], read_us: float) -> None:
@@ -132,18 +137,18 @@ class Score:
         return max(abs(v) for v in self.cause_points.values())
 
 
-def analysis_share(analysis, window_ns: tuple[int, int]) -> dict[str, float]:
-    """The analysis' share of idle by cause inside ``window_ns`` (its gap pieces clipped to it)."""
+def analysis_share(analysis, windows_ns: list[tuple[int, int]]) -> dict[str, float]:
+    """The analysis' share of idle by cause inside ``windows_ns`` (its gap pieces clipped to each)."""
     from xlaprof.analysis.idle.attribution import CAUSES as CODES
 
-    idle = dict.fromkeys(c.value for c in CODES)
-    idle = {cause: 0.0 for cause in idle}
+    idle = {cause.value: 0.0 for cause in CODES}
     for worker in analysis.analysed:
         pieces, origin_us = worker.pieces, worker.worker.space.origin_ns / 1e3
-        lo, hi = window_ns[0] / 1e3 - origin_us, window_ns[1] / 1e3 - origin_us
-        clipped = (pieces.start_us + pieces.dur_us).clip(lo, hi) - pieces.start_us.clip(lo, hi)
-        for code, cause in enumerate(CODES):
-            idle[cause.value] += float(clipped[pieces.cause == code].sum())
+        for window in windows_ns:
+            lo, hi = window[0] / 1e3 - origin_us, window[1] / 1e3 - origin_us
+            clipped = (pieces.start_us + pieces.dur_us).clip(lo, hi) - pieces.start_us.clip(lo, hi)
+            for code, cause in enumerate(CODES):
+                idle[cause.value] += float(clipped[pieces.cause == code].sum())
     total = sum(idle.values()) or 1.0
     share = {cause: idle[cause] / total for cause in CAUSES}
     share["host_tracing"] += idle["transfer_to_device"] / total
@@ -171,8 +176,9 @@ def misplaced_findings(report: dict) -> list[str]:
     return bad
 
 
-def score(analysis, report: dict, truth: Truth) -> Score:
-    mine = analysis_share(analysis, truth.window_ns)
+def score(report: dict, truth: Truth, scored) -> Score:
+    """``report``: the analysis of the case's window; ``scored``: the analysis of ``truth.session``."""
+    mine = analysis_share(scored, truth.windows_ns)
     reads = Counter({k: int(v) for k, v in report["transfers_from_device"]["by_source"].items()})
     compiles = Counter(e["source"] for e in report["compile_events"] if e.get("source"))
     return Score({c: 100 * (mine[c] - truth.idle_share[c]) for c in CAUSES},
