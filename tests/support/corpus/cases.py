@@ -9,9 +9,10 @@ reads can be taken out with the rest unchanged, the arguments of that A/B arm (t
 cost is what the arm saves: ``tests.support.truth.runner``'s ``ab`` mode), or ``REPLAYED_READS``
 where the reads are a library's: the same steps, each read answered from a recording of the window
 (``tests.support.truth.read_replay``). ``Case.changed``: for a case whose shapes change,
-the values the recompile explanation must name (e.g. the latent width 16 and 24). Cases run in this
-order in one process per mode (``tests.support.truth.runner``): both processes see the same compile
-cache at each case.
+the values the recompile explanation must name (e.g. the latent width 16 and 24).
+``Case.slow_compiles``: compiles of about a minute a process, which the suite captures compiled
+without LLVM's optimizations (``tests.support.truth.corpus_run``). Cases run in this order in one
+process per mode and capture group (``tests.support.truth.runner``, ``corpus_run``).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class Case:
     fixes: dict = field(default_factory=dict)  # cause -> accepted words, beside ACCEPTED_FIXES
     changed: tuple[str, ...] = ()
     without_reads: tuple[str, ...] | None = None  # the arguments of the A/B arm without the reads
+    slow_compiles: bool = False  # compiles of about a minute a process: the suite compiles them fast
 
     @property
     def module_path(self) -> str:
@@ -60,7 +62,7 @@ CASES: tuple[Case, ...] = (
          without_reads=NO_READS),
     Case("growing_batch", "growing_batch", warm=1, window=6, changed=("40", "48")),
     Case("grad_accum", "grad_accum", warm=1, window=3),
-    Case("text_to_image", "text_to_image", warm=0, window=4, changed=("16", "24")),
+    Case("text_to_image", "text_to_image", warm=0, window=4, changed=("16", "24"), slow_compiles=True),
     Case("generate_growing", "generate", warm=1, window=3, changed=("7", "8", "9")),
     Case("generate_static", "generate", ("--static",), warm=1, window=12, without_reads=REPLAYED_READS),
     Case("input_bound", "input_bound", warm=2, window=16),

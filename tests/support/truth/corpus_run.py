@@ -6,9 +6,11 @@ the two records. The cases with an A/B arm without reads are captured in a proce
 host and device threads pinned to two cores (a read's cost is measured there); the others as a user
 runs them. The line tracer records counts only (reads, compiles and fallbacks by line), so its
 process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``: the same graphs and
-compiles, each compile about half as long); with ``fast_compile`` so does the process capturing the
-cases without an A/B arm (their truth and their analysis come from that one process; an A/B arm's
-truth depends on the device's speed, so its process keeps the default flags).
+compiles, each compile about half as long); with ``fast_compile`` so does a process capturing the
+cases whose compiles take a minute (``Case.slow_compiles``: their truth and their analysis come from
+that one process). The others keep the default flags: an A/B arm's truth depends on the device's
+speed, and a compile cut by half leaves the rest of the idle time twice its share, where the truth's
+metric model of a read without an arm (its transfer alone) is furthest off.
 ``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
 ``score_corpus(records)`` -> ``{case: CaseResult}``: the case's ``Truth``, the analysis report (the
 JSON contract's dict, ``xlaprof.report.analysis_json``) and its ``Score`` (the shares of idle scored
@@ -46,11 +48,17 @@ def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float, pin
         return json.load(handle)
 
 
-CAPTURE_GROUPS = {"capture": False, "capture-pinned": True}  # record file -> pinned
+PINNED, FAST = "capture-pinned", "capture-fast"
+CAPTURE_GROUPS = ("capture", FAST, PINNED)  # record files, each of one capture process
 
 
-def _in_group(name: str, pinned: bool) -> bool:
-    return (BY_NAME[name].without_reads is not None) == pinned
+def _group(name: str) -> str:
+    """The capture process of a case: pinned where an A/B arm measures a read's cost, else apart
+    where the suite compiles it fast (``Case.slow_compiles``), else the plain one."""
+    case = BY_NAME[name]
+    if case.without_reads is not None:
+        return PINNED
+    return FAST if case.slow_compiles else "capture"
 
 
 def record_corpus(workdir: str, names: list[str], timeout: float = 1500,
@@ -58,10 +66,10 @@ def record_corpus(workdir: str, names: list[str], timeout: float = 1500,
     """``{"lines": ..., "capture": ...}``: the runner's two records of the named cases."""
     logdir = os.path.join(workdir, "logs")
     _run("lines", names, os.path.join(workdir, "lines.json"), logdir, timeout, fast_compile=True)
-    for group, pinned in CAPTURE_GROUPS.items():
-        if cases := [name for name in names if _in_group(name, pinned)]:
-            _run("capture", cases, os.path.join(workdir, f"{group}.json"), logdir, timeout, pinned,
-                 fast_compile=fast_compile and not pinned)
+    for group in CAPTURE_GROUPS:
+        if cases := [name for name in names if _group(name) == group]:
+            _run("capture", cases, os.path.join(workdir, f"{group}.json"), logdir, timeout, group == PINNED,
+                 fast_compile=fast_compile and group == FAST)
     return load_records(workdir)
 
 
