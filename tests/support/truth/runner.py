@@ -14,10 +14,12 @@ with the two contending for them).
 ``--out`` gets one JSON object, case name -> ``{"session", "steps"}`` (capture; with ``"ab"``:
 ``{"with_reads": [block, ...], "without_reads": [...]}``, each block as ``ab_blocks`` records it, and
 ``"ab_session"``, the A/B capture's path, which names each block by a span of its arm,
-``ab_harness.READS_ARM`` or ``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines), rewritten after each case.
+``ab_harness.READS_ARM`` or ``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines),
+rewritten after each case.
 Each case seeds torch with 0 before building, and both modes run the same cases in the same order,
-so the two processes take the same steps and meet the same compile cache (``corpus_run`` captures
-the cases with an A/B arm in a process of their own: they compile all their graphs while warming up).
+so the two processes take the same steps (``corpus_run`` captures the cases in groups, each in a
+process of its own; a case compiles its own graphs while warming up, and the harness syncs before
+its window).
 """
 from __future__ import annotations
 
@@ -98,8 +100,9 @@ def ab_blocks(case, step, logdir: str) -> tuple[dict[str, list[dict]], str]:
     as the window's are, so both arms pay the recorder's cost as the window did), ended by
     ``xm.wait_device_ops()``, with what ``StepRecorder`` records of a step (its start, wall time,
     clocks and counter deltas: a row of the truth's model, as a step is) and the share of a pinned
-    core's time that went to other loads (``foreign``). A pair with a block above ``ab_harness.FOREIGN_MAX_SHARE`` does not count:
-    pairs run until ``AB_PAIRS`` count, at most ``AB_MAX_PAIRS``. Returns the blocks per arm and the
+    core's time that went to other loads (``foreign``). A pair with a block above
+    ``ab_harness.FOREIGN_MAX_SHARE`` does not count: pairs run until ``AB_PAIRS`` count, at most
+    ``AB_MAX_PAIRS``. Returns the blocks per arm and the
     capture's session (where the truth scores the analysis' shares)."""
     import torch
     import torch_xla
