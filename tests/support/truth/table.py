@@ -141,14 +141,15 @@ def analysis_share(analysis, windows_ns: list[tuple[int, int]]) -> dict[str, flo
     """The analysis' share of idle by cause inside ``windows_ns`` (its gap pieces clipped to each)."""
     from xlaprof.analysis.idle.attribution import CAUSES as CODES
 
-    idle = {cause.value: 0.0 for cause in CODES}
+    sums = np.zeros(len(CODES))
     for worker in analysis.analysed:
         pieces, origin_us = worker.pieces, worker.worker.space.origin_ns / 1e3
+        start, end, inside = pieces.start_us, pieces.start_us + pieces.dur_us, np.zeros(len(pieces))
         for window in windows_ns:
             lo, hi = window[0] / 1e3 - origin_us, window[1] / 1e3 - origin_us
-            clipped = (pieces.start_us + pieces.dur_us).clip(lo, hi) - pieces.start_us.clip(lo, hi)
-            for code, cause in enumerate(CODES):
-                idle[cause.value] += float(clipped[pieces.cause == code].sum())
+            inside += end.clip(lo, hi) - start.clip(lo, hi)
+        sums += np.bincount(pieces.cause.astype(np.int64), weights=inside, minlength=len(CODES))
+    idle = {cause.value: float(sums[code]) for code, cause in enumerate(CODES)}
     total = sum(idle.values()) or 1.0
     share = {cause: idle[cause] / total for cause in CAUSES}
     share["host_tracing"] += idle["transfer_to_device"] / total
