@@ -48,7 +48,9 @@ def main() -> None:
               f" {'yes' if r.advice_fits() else 'NO':>6}")
     for name, r in results.items():
         if r.truth.uncertainty_points:
-            print(f"  {name}: the truth's read share is an A/B measurement, +/-{r.truth.uncertainty_points:.0f} points (95%)")
+            saving = 100 * r.truth.idle_share["transfer_from_device"]
+            print(f"  {name}: the truth's read share is an A/B measurement, {saving:.0f}% +/-{r.truth.uncertainty_points:.0f}"
+                  f" points (95%), {r.score.host_slowdown_points:.0f} of them the host's other work slower with the reads")
     for name, r in results.items():
         for line in r.score.misplaced:
             print(f"  {name}: misplaced {line}")

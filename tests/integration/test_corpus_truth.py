@@ -4,7 +4,9 @@ workloads (``tests/support/corpus``; the oracle: ``tests/support/truth``).
 The session fixture runs the suite's cases twice (captured with torch_xla's per-step counters beside
 it; under a line tracer) and analyses each capture once; every test reads those results. The bounds
 are the truth issue's: each cause within 10 points of the truth's share of idle (widened by the
-truth's own 95% interval where it is measured by an A/B arm, and scored in that arm's blocks), >= 98% of reads and
+truth's own 95% interval where it is measured by an A/B arm, and scored in that arm's blocks, at
+the point of its range nearest the analysis': the saving, less the host's other work slowed by the
+reads, to the whole saving), >= 98% of reads and
 >= 95% of compiles at their triggering line, no finding at a ``def``/``class`` line or in xlaprof's
 own code, the recompile explanation naming the values that changed, the advice fitting the dominant
 cause. Every check holds on every case.

@@ -1,10 +1,14 @@
 """The truth model's A/B read share (tests/support/truth/table.py): what taking the reads out saves
-replaces the metric model's read time, the difference moved to or from tracing first, then blocked."""
+replaces the metric model's read time, the difference moved to or from tracing first, then blocked;
+the part of it that is the host's other work running slower with the reads makes it a range."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
-from tests.support.truth.table import Truth, ab_read_share
+from tests.support.truth.table import Truth, nearest_read_share, ab_read_share, host_slowdown_share
 from tests.support.workloads.ab_harness import FOREIGN_MAX_SHARE, NO_READS_ARM, READS_ARM
 
 
@@ -72,3 +76,31 @@ def test_with_an_arm_the_blocks_with_reads_are_modelled_and_scored_in_their_own_
     assert truth.session == "ab" and truth.rows == [ab[READS_ARM][0], STEP, STEP]
     assert truth.windows_ns == [(0, 1_000_000)] * 3
     assert sum(truth.idle_us.values()) == pytest.approx(3000.0)  # the three blocks' idle, not the window's 1000
+
+
+def _scored(read_starts_us: list[float], read_ends_us: list[float]) -> SimpleNamespace:
+    """An analysis of one worker whose clock starts at the Unix epoch, holding only its read marks."""
+    reads = SimpleNamespace(start=np.array(read_starts_us), end=np.array(read_ends_us))
+    return SimpleNamespace(analysed=[SimpleNamespace(host=SimpleNamespace(transfers_from_device=reads),
+                                                     worker=SimpleNamespace(space=SimpleNamespace(origin_ns=0)))])
+
+
+def test_the_host_running_slower_outside_the_reads_is_measured_as_a_share_of_the_idle_with_reads():
+    with_reads = dict(_block(1000, 100, cpu_us=800.0), start=0.0)  # 300 us of reads: 700 us outside them
+    without = dict(_block(600, 100, cpu_us=500.0), start=0.01)  # 600 us, all outside reads
+    scored = _scored([100.0, 500.0, 20_000.0], [300.0, 600.0, 20_100.0])  # the last read is in no block
+    assert host_slowdown_share(scored, [(with_reads, without)]) == pytest.approx(100 / 900)
+    faster = dict(_block(800, 100, cpu_us=500.0), start=0.01)  # the host's work outside reads took longer without them
+    assert host_slowdown_share(scored, [(with_reads, faster)]) == 0.0
+    # Read marks too short (none at all) would say 400 us: the main thread's clocks allow 300 more, no more.
+    assert host_slowdown_share(_scored([], []), [(with_reads, without)]) == pytest.approx(300 / 900)
+
+
+def test_the_read_share_is_scored_at_the_point_of_its_range_nearest_the_analysis():
+    truth = {"compile": 0.0, "transfer_from_device": 0.6, "host_tracing": 0.3, "host_blocked": 0.1}
+    inside = nearest_read_share(truth, 0.45, 0.2)
+    assert inside == pytest.approx({"compile": 0.0, "transfer_from_device": 0.45, "host_tracing": 0.45,
+                                    "host_blocked": 0.1})
+    assert nearest_read_share(truth, 0.3, 0.2)["transfer_from_device"] == pytest.approx(0.4)  # the range's floor
+    assert nearest_read_share(truth, 0.7, 0.2) == pytest.approx(truth)  # above the whole saving: scored against it
+    assert nearest_read_share(truth, 0.3, 0.0) == pytest.approx(truth)  # no slowdown: the saving, a point

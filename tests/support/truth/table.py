@@ -26,10 +26,21 @@
   same steps ran there up to a third slower a step than in the window, so a share measured in them
   is not the window's. A measurement has its error: ``Truth.uncertainty_points`` is the half
   width of the share's 95% bootstrap interval over the pairs, in points (0 without an arm).
+  **The saving has two parts**: the reads' own time and its overlap, and the host's other work
+  running faster without the reads. The second is measured too (``host_slowdown_share``: the
+  host's time outside the reading calls, in a block with reads less in its pair's block without,
+  the same median over pairs, at most the main thread's extra CPU and run-queue time): about nothing on a quiet machine (the CPU fallback's steps: +27
+  to +69 us of 1.5 ms), 8 points with the device's programs compiled without optimizations, 14 on
+  a machine running 40% slower than usual, where the host's work ran a fifth slower in the blocks
+  that slept in reads than in those that did not. One capture of the arm with reads cannot show
+  that slowdown (no baseline runs the same work without the reads), so the truth's read share is
+  the range from the saving less that part to the whole saving, and the analysis is scored
+  against the nearest point of it.
 - **Reads and compiles by line**: ``LineTracer``'s counts per triggering line (the innermost line of
   the user's or a library's file executing when the counter moved), from the same steps run apart.
 ``score(report, truth, scored)`` -> ``Score``: per cause the analysis' (``scored``: of the truth's
-``session``) share of the idle time inside the truth's rows minus the truth's, in points
+``session``) share of the idle time inside the truth's rows minus the truth's (its read share, where a
+range, at the point nearest the analysis'), in points
 (transfer_to_device counted as tracing; unattributed against every cause); the share of reads and of compiles the report places at their triggering line
 (matched by count per line); findings placed at a ``def``/``class`` line or in xlaprof's own code.
 """
@@ -54,6 +65,7 @@ class Truth:
     compiles: Counter
     fallbacks: Counter
     rows: list[dict] = field(default_factory=list)  # modelled: the window's steps, or the A/B blocks with reads
+    pairs: list[tuple[dict, dict]] = field(default_factory=list)  # the A/B blocks counted: (with, without) reads
     uncertainty_points: float = 0.0  # the A/B read share's 95% interval half width, in points of idle
     session: str = ""  # the capture the rows ran in: the analysis' shares are scored there
 
@@ -65,7 +77,8 @@ class Truth:
     @staticmethod
     def of(capture: dict, lines: dict) -> Truth:
         ab = capture.get("ab")
-        rows = [w for w, _ in counted_pairs(ab)] if ab else capture["steps"]
+        pairs = counted_pairs(ab) if ab else []
+        rows = [w for w, _ in pairs] if ab else capture["steps"]
         total = lambda key: sum(r["metrics"].get(key, 0.0) for r in rows)  # noqa: E731
         wall = sum(r["wall_us"] for r in rows)
         working = sum(r["cpu_us"] + r.get("runnable_us", 0.0) + r.get("runtime_cpu_us", 0.0) for r in rows)
@@ -82,7 +95,7 @@ class Truth:
             share, uncertainty = ab_read_share(ab)
             _take_read_idle(idle, share * sum(idle.values()))
         return Truth(idle, Counter(lines["reads"]), Counter(lines["compiles"]), Counter(lines["fallbacks"]), rows,
-                     100 * uncertainty, capture["ab_session"] if ab else capture["session"])
+                     pairs, 100 * uncertainty, capture["ab_session"] if ab else capture["session"])
 
     @property
     def windows_ns(self) -> list[tuple[int, int]]:
@@ -101,14 +114,54 @@ def counted_pairs(ab: dict) -> list[tuple[dict, dict]]:
 def ab_read_share(ab: dict) -> tuple[float, float]:
     """The share of the device's idle time that taking the reads out saves (see the module's model),
     and the half width of its 95% bootstrap interval over the pairs of blocks counted (``counted_pairs``)."""
-    def idle(block: dict) -> float:
-        return block["wall_us"] - block["metrics"].get("execute_us", 0.0)
-    pairs = np.array([(idle(w), idle(o)) for w, o in counted_pairs(ab)])
+    pairs = np.array([(_device_idle(w), _device_idle(o)) for w, o in counted_pairs(ab)])
 
     def share(rows: np.ndarray) -> np.ndarray:  # rows: (..., pairs, 2)
         saving = np.median(rows[..., 0] - rows[..., 1], axis=-1)
         return np.clip(saving / np.median(rows[..., 0], axis=-1), 0.0, 1.0)
     return float(share(pairs)), bootstrap.half_width(pairs, share)
+
+
+def _device_idle(block: dict) -> float:
+    return block["wall_us"] - block["metrics"].get("execute_us", 0.0)
+
+
+def host_slowdown_share(scored, pairs: list[tuple[dict, dict]]) -> float:
+    """The part of the A/B read share that is the host's work outside the reading calls (the read
+    marks of ``scored``'s capture) taking longer in the blocks with reads than in their pairs
+    without: the median over pairs of that difference over the median idle time of the blocks with
+    reads, as ``ab_read_share``; 0 where the host ran no slower with the reads. Capped by the same
+    figure from the main thread's CPU and run-queue time, which includes the reads' own CPU work but
+    no read mark: marks too short cannot make the range wider than the host's clocks allow."""
+    def outside_reads(block: dict) -> float:
+        start_ns = int(block["start"] * 1e9)
+        window = (start_ns, start_ns + int(block["wall_us"] * 1e3))
+        return block["wall_us"] - sum(_inside_us(*_read_marks(w), *_on_clock(window, w)).sum() for w in scored.analysed)
+
+    def working(block: dict) -> float:
+        return block["cpu_us"] + block.get("runnable_us", 0.0)
+    idle = np.median([_device_idle(w) for w, _ in pairs])
+    marked = np.median([outside_reads(w) - outside_reads(o) for w, o in pairs])
+    clocked = np.median([working(w) - working(o) for w, o in pairs])
+    return max(0.0, float(min(marked, clocked) / idle))
+
+
+def _read_marks(worker) -> tuple[np.ndarray, np.ndarray]:
+    from xlaprof.analysis.common import intervals
+
+    reads = worker.host.transfers_from_device
+    return intervals.merge(reads.start, reads.end)
+
+
+def _on_clock(window_ns: tuple[int, int], worker) -> tuple[float, float]:
+    """A window on the profiler's clock (ns since the Unix epoch) on ``worker``'s (us)."""
+    origin_us = worker.worker.space.origin_ns / 1e3
+    return window_ns[0] / 1e3 - origin_us, window_ns[1] / 1e3 - origin_us
+
+
+def _inside_us(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Each interval's microseconds inside [lo, hi]."""
+    return ends.clip(lo, hi) - starts.clip(lo, hi)
 
 
 def _take_read_idle(idle: dict[str, float], read_us: float) -> None:
@@ -131,6 +184,7 @@ class Score:
     truth_share: dict[str, float]
     read_counts: tuple[int, int]  # (report, truth)
     compile_counts: tuple[int, int]
+    host_slowdown_points: float = 0.0  # of the A/B read share, the host's other work slower with the reads
 
     @property
     def worst_cause_points(self) -> float:
@@ -143,11 +197,10 @@ def analysis_share(analysis, windows_ns: list[tuple[int, int]]) -> dict[str, flo
 
     sums = np.zeros(len(CODES))
     for worker in analysis.analysed:
-        pieces, origin_us = worker.pieces, worker.worker.space.origin_ns / 1e3
+        pieces = worker.pieces
         start, end, inside = pieces.start_us, pieces.start_us + pieces.dur_us, np.zeros(len(pieces))
         for window in windows_ns:
-            lo, hi = window[0] / 1e3 - origin_us, window[1] / 1e3 - origin_us
-            inside += end.clip(lo, hi) - start.clip(lo, hi)
+            inside += _inside_us(start, end, *_on_clock(window, worker))
         sums += np.bincount(pieces.cause.astype(np.int64), weights=inside, minlength=len(CODES))
     idle = {cause.value: float(sums[code]) for code, cause in enumerate(CODES)}
     total = sum(idle.values()) or 1.0
@@ -180,9 +233,19 @@ def misplaced_findings(report: dict) -> list[str]:
 def score(report: dict, truth: Truth, scored) -> Score:
     """``report``: the analysis of the case's window; ``scored``: the analysis of ``truth.session``."""
     mine = analysis_share(scored, truth.windows_ns)
+    slowdown = host_slowdown_share(scored, truth.pairs) if truth.pairs else 0.0
+    truths = nearest_read_share(truth.idle_share, mine["transfer_from_device"], slowdown)
     reads = Counter({k: int(v) for k, v in report["transfers_from_device"]["by_source"].items()})
     compiles = Counter(e["source"] for e in report["compile_events"] if e.get("source"))
-    return Score({c: 100 * (mine[c] - truth.idle_share[c]) for c in CAUSES},
+    return Score({c: 100 * (mine[c] - truths[c]) for c in CAUSES},
                  at_line(reads, truth.reads), at_line(compiles, truth.compiles), misplaced_findings(report),
-                 mine, truth.idle_share, (report["transfers_from_device"]["count"], int(sum(truth.reads.values()))),
-                 (report["compiles"]["count"], int(sum(truth.compiles.values()))))
+                 mine, truths, (report["transfers_from_device"]["count"], int(sum(truth.reads.values()))),
+                 (report["compiles"]["count"], int(sum(truth.compiles.values()))), 100 * slowdown)
+
+
+def nearest_read_share(share: dict[str, float], analysed: float, slowdown: float) -> dict[str, float]:
+    """The truth's shares with its read share at the point of [share - slowdown, share] nearest to
+    the analysis' (the rest given to tracing: the host's slower work is tracing in one capture)."""
+    reads = share["transfer_from_device"]
+    nearest = min(max(analysed, reads - slowdown), reads)
+    return dict(share, transfer_from_device=nearest, host_tracing=share["host_tracing"] + reads - nearest)
