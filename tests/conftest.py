@@ -51,8 +51,10 @@ def capture_arms(logdir: str, arms: dict[str, list[str]], module: str) -> dict[s
 @pytest.fixture(scope="session")
 def demo_worker(tmp_path_factory):
     # A new shape every step and a small model (short steps, quick compiles, even on a busy machine):
-    # every capture of it holds several compiles of train_step and whole steps.
-    worker = DemoWorker("--reshape-every", "1", "--width", "64", "--batch", "8",
+    # every capture of it holds several compiles of train_step and whole steps. No time limit
+    # (worker.stop() ends it): the default --seconds 600 counts the time it is paused too, and a full
+    # run lasts about 14 min: it ended on its own, before the last of its users.
+    worker = DemoWorker("--reshape-every", "1", "--width", "64", "--batch", "8", "--seconds", "inf",
                         debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"))
     worker.pause()  # it keeps a core busy: it runs only for its users (``live_worker``, ``real_logdir``)
     yield worker

@@ -4,10 +4,11 @@ Contract: ``DemoWorker(*args)`` starts ``collectors.demo_worker`` (or ``module=`
 of ``tests.support.workloads``) on the CPU XLA device on a free port (``.port``) and waits until it
 is running; ``.stop()`` ends it. ``.pause()`` stops it where it is (SIGSTOP: it computes nothing,
 its profiler server does not answer) and ``.resumed()`` is a block in which it runs again (SIGCONT),
-paused again after it: a worker kept for the whole test session runs only while a test uses it,
-and leaves both cores to the others (a busy worker beside an A/B measurement moved its ratio from
-0.68-0.92 to 0.65-1.07). ``process_state(pid)`` is a process' state letter. ``run_cli(*args)``
-runs ``python -m xlaprof ...`` in a subprocess and returns the CompletedProcess.
+paused again after it (it fails if the worker has exited): a worker kept for the whole test session
+runs only while a test uses it, and leaves both cores to the others (a busy worker beside an A/B
+measurement moved its ratio from 0.68-0.92 to 0.65-1.07). ``process_state(pid)`` is a process'
+state letter. ``run_cli(*args)`` runs ``python -m xlaprof ...`` in a subprocess and returns the
+CompletedProcess.
 ``SYNC_COUNTS`` is worker-script source defining ``counts()``: the (TransferFromDevice, MarkStep)
 counts so far, for the tests that check instrumentation adds neither.
 ``source_line(module, text)`` is the number of a workload module's first line holding ``text``.
@@ -54,6 +55,8 @@ class DemoWorker:
 
     @contextlib.contextmanager
     def resumed(self) -> Iterator[DemoWorker]:
+        if self.process.poll() is not None:  # say so here, not as "no profiler server answered" later
+            raise AssertionError(f"worker {self.process.pid} has exited (code {self.process.returncode})")
         self._signal(signal.SIGCONT, stopped=False)
         try:
             yield self
