@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     args = parser.parse_args()
     logdir = tempfile.mkdtemp(prefix="xlaprof-long-")
-    worker = DemoWorker("--fixed-shapes", debug_file=os.path.join(logdir, "debug.txt"))
+    worker = DemoWorker("--fixed-shapes", "--seconds", "inf", debug_file=os.path.join(logdir, "debug.txt"))  # stop() ends it
     try:
         cli = [sys.executable, "-m", "xlaprof"]
         cap_s, cap_mb, out = measured([*cli, "capture", "--port", str(worker.port), "--duration",
