@@ -6,7 +6,7 @@ Runs every corpus case (``tests/support/corpus``) twice (``tests.support.truth.r
 with torch_xla's per-step counters beside it, once under a line tracer), analyses each capture and
 prints, per case: each cause's share of idle (xlaprof vs truth, and the difference in points), reads
 and compiles at their triggering line (share of the truth's, and the counts), findings misplaced at a
-``def``/``class`` line or in xlaprof's own code, whether the recompile explanation names the values
+``def``/``class``/decorator line or in xlaprof's own code, whether the recompile explanation names the values
 that changed, and whether the advice fits. ``--reuse`` scores the records already in ``--workdir``.
 """
 from __future__ import annotations

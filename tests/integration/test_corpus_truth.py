@@ -7,7 +7,7 @@ are the truth issue's: each cause within 10 points of the truth's share of idle 
 truth's own 95% interval where it is measured by an A/B arm, and scored in that arm's blocks, at
 the point of its range nearest the analysis': the saving, less the host's other work slowed by the
 reads, to the whole saving), >= 98% of reads and
->= 95% of compiles at their triggering line, no finding at a ``def``/``class`` line or in xlaprof's
+>= 95% of compiles at their triggering line, no finding at a ``def``/``class``/decorator line or in xlaprof's
 own code, the recompile explanation naming the values that changed, the advice fitting the dominant
 cause. Every check holds on every case.
 """

@@ -308,6 +308,16 @@ def test_a_frame_at_its_def_line_stands_for_its_callers_line(tmp_path):
     assert parse_stack(f"/work/train.py:10 <module>\n{lib}:4 is_capturing").source == f"{lib}:4"
 
 
+def test_a_compiled_frame_at_its_decorator_line_stands_for_its_callers_line(tmp_path):
+    """TorchDynamo's compiled frame runs its graph at its function's first line: the decorator's."""
+    script = tmp_path / "infer.py"
+    script.write_text("import torch\n\n@torch.compile(backend='openxla')\ndef classify(x):\n    return x\n\n"
+                      "label = classify(x).item()\n")
+    dynamo = "/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py:832 compile_wrapper"
+    stack = parse_stack(f"{script}:7 <module>\n{dynamo}\n{script}:3 classify\n{dynamo}")
+    assert stack.source == f"{script}:7"
+
+
 def test_xlaprofs_own_worker_modules_are_never_the_users_line():
     for own in ("stack_runs.py", "read_calls.py", "worker_protocol.py", "torch_xla_import.py"):
         stack = parse_stack(f"/work/train.py:10 <module>\n/src/xlaprof-repo/collectors/{own}:114 sample")

@@ -66,5 +66,6 @@ CASES: tuple[Case, ...] = (
     Case("generate_growing", "generate", warm=1, window=3, changed=("7", "8", "9")),
     Case("generate_static", "generate", ("--static",), warm=1, window=12, without_reads=REPLAYED_READS),
     Case("input_bound", "input_bound", warm=2, window=16),
+    Case("dynamo_encoder", "dynamo_encoder", warm=3, window=6, changed=("24", "32")),
 )
 BY_NAME = {case.name: case for case in CASES}

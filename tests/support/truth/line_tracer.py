@@ -6,13 +6,16 @@ Contract: ``with LineTracer(is_traced) as tracer:`` traces every thread's Python
 libraries: the lines a user can act on). At each traced event it reads torch_xla's counters
 (``metrics_probe``: compile count, TransferFromDevice count, the CPU-fallback counters); a change is
 charged to the innermost traced line executing on that thread since the previous event (a call
-returning charges the line it ran; then the caller's traced line is current again). After the block:
+returning charges the line it ran; then the caller's traced line is current again; a ``def``,
+``class`` or decorator line that is its frame's first line never becomes current: a frame
+standing there has not begun its body, as TorchDynamo's compiled frame, which runs its graph there). After the block:
 ``tracer.compiles``, ``tracer.reads`` and ``tracer.fallbacks`` are Counters of ``"file:line"`` (a
 fallback's key adds ``" aten::op"``). Reads counted here include the TransferFromDevice a CPU
 fallback makes (the analysis counts those as reads too). It reads counters only: no device sync.
 """
 from __future__ import annotations
 
+import linecache
 import sys
 import threading
 from collections import Counter
@@ -20,12 +23,15 @@ from collections.abc import Callable
 
 from tests.support.truth import metrics_probe
 
+HEADERS = ("def ", "async def ", "class ", "@")
+
 
 class LineTracer:
     def __init__(self, is_traced: Callable[[str], bool]) -> None:
         self._traced: dict[str, bool] = {}
         self._is_traced = is_traced
         self._current: dict[int, str] = {}  # thread id -> innermost traced "file:line" now executing
+        self._headers: dict[str, bool] = {}  # "file:line" -> whether it is a def, class or decorator line
         self._last = self._counts()
         self.compiles: Counter = Counter()
         self.reads: Counter = Counter()
@@ -59,14 +65,30 @@ class LineTracer:
         thread = threading.get_ident()
         self._check(thread)
         if event == "line":
-            self._current[thread] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            if self._executing_traced_line(frame):
+                self._current[thread] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
         elif event == "return":
             caller = frame.f_back
-            while caller is not None and not self._traces(caller.f_code.co_filename):
+            while caller is not None and not self._executing_traced_line(caller):
                 caller = caller.f_back
             if caller is not None:
                 self._current[thread] = f"{caller.f_code.co_filename}:{caller.f_lineno}"
         return self._local
+
+    def _executing_traced_line(self, frame) -> bool:
+        """Whether ``frame`` is in a traced file at a line of its body: at its own first line, when that is a
+        ``def``, ``class`` or decorator line, a frame runs none of its body (TorchDynamo's compiled frame
+        runs its graph there), and the line executing is still its caller's."""
+        path = frame.f_code.co_filename
+        if not self._traces(path):
+            return False
+        if frame.f_lineno != frame.f_code.co_firstlineno:  # a decorator line elsewhere: a call being made there
+            return True
+        line = f"{path}:{frame.f_lineno}"
+        known = self._headers.get(line)
+        if known is None:
+            known = self._headers[line] = linecache.getline(path, frame.f_lineno).lstrip().startswith(HEADERS)
+        return not known
 
     def _check(self, thread: int) -> None:
         now = self._counts()

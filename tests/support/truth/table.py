@@ -42,7 +42,7 @@
 ``session``) share of the idle time inside the truth's rows minus the truth's (its read share, where a
 range, at the point nearest the analysis'), in points
 (transfer_to_device counted as tracing; unattributed against every cause); the share of reads and of compiles the report places at their triggering line
-(matched by count per line); findings placed at a ``def``/``class`` line or in xlaprof's own code.
+(matched by count per line); findings placed at a ``def``/``class``/decorator line or in xlaprof's own code.
 """
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ class Score:
     cause_points: dict[str, float]  # report share - truth share, in points of idle
     reads_at_line: float  # share of the truth's reads the report places at their line (1.0 where none)
     compiles_at_line: float
-    misplaced: list[str]  # findings at a def/class line or in xlaprof's own code
+    misplaced: list[str]  # findings at a def, class or decorator line or in xlaprof's own code
     report_share: dict[str, float]
     truth_share: dict[str, float]
     read_counts: tuple[int, int]  # (report, truth)
@@ -225,7 +225,7 @@ def misplaced_findings(report: dict) -> list[str]:
             path, _, number = source.rpartition(":")
             text = linecache.getline(path, int(number)).strip() if number.isdigit() else ""
             own = "/xlaprof/" in path or "/collectors/" in path and not path.endswith("demo_worker.py")
-            if own or text.startswith(("def ", "class ", "async def ")):
+            if own or text.startswith(("def ", "class ", "async def ", "@")):
                 bad.append(f"{finding['kind']} at {source}: {text}")
     return bad
 

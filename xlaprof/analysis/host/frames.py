@@ -6,8 +6,9 @@ Contract:
 - ``PyStack.source``: the innermost frame outside the framework (``xlaprof.framework_files``:
   torch, torch_xla, the standard library, xlaprof's instrumentation), as "file:line". Library
   code (diffusers, transformers) counts as the user's: its line is where the fix starts. A frame
-  standing at its function's ``def`` (or a class's ``class``) line has not begun its body (the
-  sampler caught the call being made): the line it stands for is its caller's, so it is passed
+  standing at its function's ``def`` (or a class's ``class``, or a decorator) line has not begun
+  its body (the sampler caught the call being made; TorchDynamo's compiled frame runs its graph
+  there, at its function's first line): the line it stands for is its caller's, so it is passed
   over where the file is readable here.
   ``PyStack.waits_for_a_thread``: its innermost frame is the standard library's wait for another
   thread (``threading``'s locks, conditions, events and joins, ``queue``'s get and put, a future's
@@ -117,11 +118,11 @@ def line_text(location: str | None) -> str | None:
     return text or None
 
 
-_HEADER = re.compile(r"^(async\s+def|def|class)\s")
+_HEADER = re.compile(r"^((async\s+def|def|class)\s|@)")
 
 
 def _is_header(location: str) -> bool:
-    """Whether the line at ``location`` is a ``def`` or ``class`` header (False where unreadable)."""
+    """Whether the line at ``location`` is a ``def``, ``class`` or decorator line (False where unreadable)."""
     return bool(_HEADER.match(line_text(location) or ""))
 
 
