@@ -221,6 +221,26 @@ def test_sampled_host_time_is_tracing_when_running_or_waiting_in_torch_and_block
     assert ("/work/train.py:20", "host_tracing") in lines and ("/work/model.py:5", "host_tracing") in lines
 
 
+def test_torchdynamo_compiling_a_frame_is_compile_at_the_users_call(tmp_path):
+    """The gap [100, 600]: the training thread runs Python [100, 250] (its forward), then TorchDynamo
+    compiles the frame it called [250, 600] (``torch.compile``: Python on a CPU, in its frame
+    compiler), no torch_xla compile event: the second part is compile, at the user's call."""
+    builder, host = scenario()
+    host.line("python", line_id=1).event("SyncTensorsGraphInternal", 20, 60)
+    dynamo = (f"{MAIN}\n/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py:832 compile_wrapper\n"
+              "/venv/lib/python3.11/site-packages/torch/_dynamo/convert_frame.py:1272 __call__\n"
+              "/venv/lib/python3.11/site-packages/torch/_dynamo/symbolic_convert.py:1100 step")
+    stacks = {"main": MAIN, "forward": f"{MAIN}\n/work/model.py:5 forward", "dynamo": dynamo}
+    add_stack_samples(host, thread_line_id=1, stacks=stacks,
+                      runs=[(0, 100, "main"), (100, 250, "forward"), (250, 600, "dynamo"), (600, 1000, "main")],
+                      cpu_share={"main": 0.9, "forward": 0.9, "dynamo": 0.9})
+    out = analysis_json(analysed(tmp_path, builder.to_bytes()))
+    assert out["idle_by_cause_us"]["compile"] == pytest.approx(350.0)
+    assert out["idle_by_cause_us"]["host_tracing"] == pytest.approx(150.0)
+    assert {(row["source"], row["cause"]) for row in out["idle_by_line"]} >= {("/work/train.py:20", "compile"),
+                                                                           ("/work/model.py:5", "host_tracing")}
+
+
 def _marked_read_capture(library: str, *, sampled: str, synced_until: float | None = None) -> bytes:
     """``capture``'s read, its call marked by the reading op [390, 555] (collectors/read_calls.py).
     ``sampled``: "none" (no sampler), "neighbour" (the sampler saw only the training step's line: it

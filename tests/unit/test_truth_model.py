@@ -61,6 +61,13 @@ def test_a_larger_ab_read_share_is_taken_from_tracing_first_then_blocked():
     assert with_arm.idle_us == {"compile": 0.0, "transfer_from_device": 800.0, "host_tracing": 0.0, "host_blocked": 200.0}
 
 
+def test_torchdynamos_time_compiling_frames_is_compile_taken_from_the_main_threads_work():
+    step = _block(1000.0, 0.0, cpu_us=600.0, read_us=100.0)
+    step["metrics"].update(compile_us=100.0, dynamo_compile_us=300.0)  # dynamo: 300 of the 600 us on a CPU
+    idle = Truth.of({"steps": [step], "session": "window"}, LINES).idle_us
+    assert idle == {"compile": 400.0, "transfer_from_device": 100.0, "host_tracing": 300.0, "host_blocked": 200.0}
+
+
 def test_a_smaller_ab_read_share_gives_the_difference_back_to_tracing():
     saving_nothing = {READS_ARM: [STEP], NO_READS_ARM: [_block(1200, 0)]}
     idle = Truth.of(_capture(saving_nothing), LINES).idle_us

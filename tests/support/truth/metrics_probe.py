@@ -2,11 +2,16 @@
 
 ``snapshot()`` -> a flat dict: ``compiles`` and ``compile_us`` (CompileTime), ``reads`` and ``read_us``
 (TransferFromDeviceTime), ``executions`` and ``execute_us`` (ExecuteTime), ``uploads`` (TransferToDeviceTime
-samples), ``cached_compiles``, and ``aten::<op>`` for every CPU-fallback counter. ``delta(a, b)``:
+samples), ``cached_compiles``, ``dynamo_compile_us`` (TorchDynamo's own time compiling frames into
+graphs, ``_compile.compile_inner``, where torch._dynamo was imported: its bytecode tracing, AOT
+autograd and the backend's setup; torch_xla's compile of the graph runs at its first execution,
+apart, in CompileTime), and ``aten::<op>`` for every CPU-fallback counter. ``delta(a, b)``:
 ``b - a`` key by key (keys missing from ``a`` count from 0). ``fallback_total(snap)``: all ``aten::``
 counts added.
 """
 from __future__ import annotations
+
+import sys
 
 import torch_xla.debug.metrics as met
 
@@ -21,10 +26,17 @@ def snapshot() -> dict[str, float]:
         snap[count_key] = float(data[0]) if data else 0.0
         snap[total_key] = float(data[1]) / 1000.0 if data else 0.0  # ns -> us
     snap["cached_compiles"] = float(met.counter_value("CachedCompile") or 0)
+    snap["dynamo_compile_us"] = _dynamo_compile_us()
     for name in met.counter_names():
         if name.startswith("aten::"):
             snap[name] = float(met.counter_value(name) or 0)
     return snap
+
+
+def _dynamo_compile_us() -> float:
+    dynamo = sys.modules.get("torch._dynamo.utils")  # never imported here: a workload without it has none
+    times = getattr(dynamo, "compilation_time_metrics", {}).get("_compile.compile_inner", ())
+    return 1e6 * float(sum(times))
 
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:

@@ -4,7 +4,8 @@
 - **Idle by cause**, from the counters and clocks of the rows modelled alone (``StepRecorder``'s
   steps: the window's, or for a case with an A/B arm, its blocks with reads, each the window's steps
   again), over their wall time W (each row's span is where both sides are compared). Compile is
-  torch_xla's CompileTime (C); a read its TransferFromDeviceTime (R). The host
+  torch_xla's CompileTime and TorchDynamo's own time compiling frames into graphs (C: the latter is
+  the main thread's CPU work, taken out of P below); a read its TransferFromDeviceTime (R). The host
   works for the step while the main thread is on a CPU or waiting for one (P: its CPU time and its
   run-queue wait) or torch's own threads it waits for are (the autograd engine's, A): tracing. What
   is left, W - C - R - P - A, is the main thread off the CPUs: blocked. Where C + R + P + A exceed W
@@ -82,7 +83,9 @@ class Truth:
         total = lambda key: sum(r["metrics"].get(key, 0.0) for r in rows)  # noqa: E731
         wall = sum(r["wall_us"] for r in rows)
         working = sum(r["cpu_us"] + r.get("runnable_us", 0.0) + r.get("runtime_cpu_us", 0.0) for r in rows)
-        compile_us, read_us, busy = total("compile_us"), total("read_us"), total("execute_us")
+        dynamo = total("dynamo_compile_us")  # the main thread's own CPU work: out of P, into compile
+        compile_us, read_us, busy = total("compile_us") + dynamo, total("read_us"), total("execute_us")
+        working = max(0.0, working - dynamo)
         blocked = max(0.0, wall - compile_us - read_us - working)
         tracing = max(0.0, wall - compile_us - read_us - blocked)
         busy_in_reads = min(busy, read_us)

@@ -35,6 +35,8 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   where none is known.
 - ``stacks``: the Python stacks the worker's sampler recorded (``StackSamples``; empty for a worker
   without the sampler), ``python_lines``: the host lines of Python threads.
+- ``frame_compiling()``: the training loop thread's sampled runs inside TorchDynamo's compile of a
+  frame (``torch/_dynamo/convert_frame.py`` in the stack), as merged (starts, ends).
 - ``sampled_work()``: from the training loop thread's sampled runs, the intervals where it ran
   Python and those where it was blocked on a line outside torch and torch_xla (a run blocked inside
   them is the runtime at work, e.g. ``loss.backward()`` waiting for the autograd engine's device
@@ -56,6 +58,7 @@ from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 from xlaprof.xspace.reader import XSpaceData
 
+DYNAMO_FRAME_COMPILER = "/torch/_dynamo/convert_frame.py"  # TorchDynamo's compile of a frame runs under it
 # Without stacks, the runtime events before a transfer belong to its read call when each starts this
 # soon after the previous one ends (measured on torch_xla 2.9 CPU: gaps of 5-110 us inside one call).
 READ_JOIN_US = 200.0
@@ -187,6 +190,14 @@ class HostActivity:
         work = running | in_runtime[stack]
         return intervals.merge(start[work], end[work]), intervals.merge(start[~work], end[~work])
 
+    def frame_compiling(self) -> tuple[np.ndarray, np.ndarray]:
+        """The training loop thread's sampled runs inside TorchDynamo's compile of a Python frame into
+        a graph (``torch.compile``: its bytecode tracing, AOT autograd, the backend's setup), merged:
+        compile work, however much of it is Python."""
+        start, end, stack, _ = self.stacks.runs_on(self.main_line)
+        compiling = np.array([_compiling_a_frame(s) for s in self.stacks.stacks] + [False], bool)
+        return intervals.merge(start[compiling[stack]], end[compiling[stack]])
+
     def span_at(self, line: int, t: float) -> int:
         """The innermost user span at ``t`` on ``line`` (the main line when ``line`` < 0)."""
         return int(self.spans_at(np.array([line]), np.array([t], np.float64))[0])
@@ -272,6 +283,10 @@ def _in_runtime(stack: PyStack) -> bool:
     """Whether the stack's innermost frame is torch's or torch_xla's: a wait there is the runtime's work
     (``loss.backward()`` waits for the autograd engine's device thread, which traces the backward)."""
     return bool(stack.frames) and is_torch_file(stack.frames[-1].file)
+
+
+def _compiling_a_frame(stack: PyStack) -> bool:
+    return any(frame.file.replace("\\", "/").endswith(DYNAMO_FRAME_COMPILER) for frame in stack.frames)
 
 
 def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,

@@ -6,6 +6,8 @@ add up to its idle time. The rules:
 
 1. What the host is doing decides, by priority when several things overlap:
    compile > transfer_from_device > transfer_to_device > host_tracing > host_blocked > unattributed.
+   ``compile`` is torch_xla compiling a graph, and TorchDynamo compiling a Python frame into one
+   (``torch.compile``: the training thread sampled inside its frame compiler, Python though it is).
    ``host_tracing`` is the host inside the lazy-tensor machinery or a user span, or, where the
    worker's sampler recorded the training loop thread's stacks, that thread running Python (its
    CPU clock advancing: the model's forward, backward, the optimizer's step, the user's loop),
@@ -103,14 +105,15 @@ class CauseIntervals:
     @staticmethod
     def from_host(host: HostActivity) -> CauseIntervals:
         running, blocked = host.sampled_work()
+        dynamo = host.frame_compiling()
         by_code: dict[int, tuple[np.ndarray, np.ndarray]] = {
             CODE[Cause.HOST_BLOCKED]: blocked,
             CODE[Cause.HOST_TRACING]: (np.concatenate((host.tracing.start, running[0])),
                                        np.concatenate((host.tracing.end, running[1]))),
             CODE[Cause.TRANSFER_TO_DEVICE]: (host.transfers_to_device.start, host.transfers_to_device.end),
             CODE[Cause.TRANSFER_FROM_DEVICE]: (host.transfers_from_device.start, host.transfers_from_device.end),
-            CODE[Cause.COMPILE]: (np.concatenate((host.compiles.start, host.edge_compile.start)),
-                                  np.concatenate((host.compiles.end, host.edge_compile.end))),
+            CODE[Cause.COMPILE]: (np.concatenate((host.compiles.start, host.edge_compile.start, dynamo[0])),
+                                  np.concatenate((host.compiles.end, host.edge_compile.end, dynamo[1]))),
         }
         starts, ends = [np.zeros(0)], [np.zeros(0)]
         for code in range(1, len(CAUSES)):
