@@ -30,13 +30,13 @@
   **The saving has two parts**: the reads' own time and its overlap, and the host's other work
   running faster without the reads. The second is measured too (``host_slowdown_share``: the
   host's time outside the reading calls, in a block with reads less in its pair's block without,
-  the same median over pairs, at most the main thread's extra CPU and run-queue time): about nothing on a quiet machine (the CPU fallback's steps: +27
-  to +69 us of 1.5 ms), 8 points with the device's programs compiled without optimizations, 14 on
-  a machine running 40% slower than usual, where the host's work ran a fifth slower in the blocks
-  that slept in reads than in those that did not. One capture of the arm with reads cannot show
-  that slowdown (no baseline runs the same work without the reads), so the truth's read share is
-  the range from the saving less that part to the whole saving, and the analysis is scored
-  against the nearest point of it.
+  the same median over pairs, at most the main thread's extra CPU and run-queue time): 0-8 points
+  on a quiet machine, 8 with the device's programs compiled without optimizations, 21 on a machine
+  running 40% slower than usual, where the host's work ran a fifth slower in the blocks that slept
+  in reads than in those that did not. One capture of the arm with reads cannot show that slowdown
+  (no baseline runs the same work without the reads), so the truth's read share is the range from
+  the saving less that part to the whole saving, and the analysis is scored against the nearest
+  point of it.
 - **Reads and compiles by line**: ``LineTracer``'s counts per triggering line (the innermost line of
   the user's or a library's file executing when the counter moved), from the same steps run apart.
 ``score(report, truth, scored)`` -> ``Score``: per cause the analysis' (``scored``: of the truth's
