@@ -22,8 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from tests.support.truth import metrics_probe
-
-HEADERS = ("def ", "async def ", "class ", "@")
+from tests.support.truth.table import HEADERS
 
 
 class LineTracer:

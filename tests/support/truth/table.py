@@ -57,6 +57,9 @@ from tests.support import bootstrap
 from tests.support.workloads.ab_harness import MIN_QUIET_PAIRS, NO_READS_ARM, READS_ARM, quiet
 
 CAUSES = ("compile", "transfer_from_device", "host_tracing", "host_blocked")
+# How a def, class or decorator line begins: no finding names one, and a frame standing at one as its
+# first line runs none of its body (``LineTracer``).
+HEADERS = ("def ", "async def ", "class ", "@")
 
 
 @dataclass
@@ -103,7 +106,12 @@ class Truth:
     @property
     def windows_ns(self) -> list[tuple[int, int]]:
         """Each modelled row's span on the profiler's clock (ns since the Unix epoch)."""
-        return [(int(r["start"] * 1e9), int(r["start"] * 1e9 + r["wall_us"] * 1e3)) for r in self.rows]
+        return [_window_ns(r) for r in self.rows]
+
+
+def _window_ns(row: dict) -> tuple[int, int]:
+    """A recorded row's (step's or block's) span on the profiler's clock (ns since the Unix epoch)."""
+    return int(row["start"] * 1e9), int(row["start"] * 1e9 + row["wall_us"] * 1e3)
 
 
 def counted_pairs(ab: dict) -> list[tuple[dict, dict]]:
@@ -136,10 +144,12 @@ def host_slowdown_share(scored, pairs: list[tuple[dict, dict]]) -> float:
     reads, as ``ab_read_share``; 0 where the host ran no slower with the reads. Capped by the same
     figure from the main thread's CPU and run-queue time, which includes the reads' own CPU work but
     no read mark: marks too short cannot make the range wider than the host's clocks allow."""
+    marks = [(worker, *_read_marks(worker)) for worker in scored.analysed]
+
     def outside_reads(block: dict) -> float:
-        start_ns = int(block["start"] * 1e9)
-        window = (start_ns, start_ns + int(block["wall_us"] * 1e3))
-        return block["wall_us"] - sum(_inside_us(*_read_marks(w), *_on_clock(window, w)).sum() for w in scored.analysed)
+        window = _window_ns(block)
+        return block["wall_us"] - sum(_inside_us(starts, ends, *_on_clock(window, worker)).sum()
+                                      for worker, starts, ends in marks)
 
     def working(block: dict) -> float:
         return block["cpu_us"] + block.get("runnable_us", 0.0)
@@ -228,7 +238,7 @@ def misplaced_findings(report: dict) -> list[str]:
             path, _, number = source.rpartition(":")
             text = linecache.getline(path, int(number)).strip() if number.isdigit() else ""
             own = "/xlaprof/" in path or "/collectors/" in path and not path.endswith("demo_worker.py")
-            if own or text.startswith(("def ", "class ", "async def ", "@")):
+            if own or text.startswith(HEADERS):
                 bad.append(f"{finding['kind']} at {source}: {text}")
     return bad
 

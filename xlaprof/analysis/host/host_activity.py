@@ -186,7 +186,7 @@ class HostActivity:
 
     def sampled_work(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         start, end, stack, running = self.stacks.runs_on(self.main_line)
-        in_runtime = np.array([_in_runtime(s) for s in self.stacks.stacks] + [False], bool)
+        in_runtime = self._stack_flags(_in_runtime)
         work = running | in_runtime[stack]
         return intervals.merge(start[work], end[work]), intervals.merge(start[~work], end[~work])
 
@@ -195,8 +195,12 @@ class HostActivity:
         a graph (``torch.compile``: its bytecode tracing, AOT autograd, the backend's setup), merged:
         compile work, however much of it is Python."""
         start, end, stack, _ = self.stacks.runs_on(self.main_line)
-        compiling = np.array([_compiling_a_frame(s) for s in self.stacks.stacks] + [False], bool)
+        compiling = self._stack_flags(_compiling_a_frame)
         return intervals.merge(start[compiling[stack]], end[compiling[stack]])
+
+    def _stack_flags(self, holds) -> np.ndarray:
+        """``holds(stack)`` per stack id, and False at -1 (a run without a stack)."""
+        return np.array([holds(s) for s in self.stacks.stacks] + [False], bool)
 
     def span_at(self, line: int, t: float) -> int:
         """The innermost user span at ``t`` on ``line`` (the main line when ``line`` < 0)."""
