@@ -338,6 +338,20 @@ def test_a_compiled_frame_at_its_decorator_line_stands_for_its_callers_line(tmp_
     assert stack.source == f"{script}:7"
 
 
+def test_a_library_line_under_a_compiled_frame_is_fixed_at_the_frames_caller_not_its_decorator(tmp_path):
+    """Seen in CI: TorchDynamo's guards ran sympy (a library) under the compiled frame, which stands at
+    its decorator line; the user's call site is the caller's line, as is a library line's caller."""
+    script = tmp_path / "infer.py"
+    script.write_text("import torch\n\n@torch.compile(backend='openxla')\ndef classify(x):\n    return x\n\n"
+                      "label = classify(x).item()\n")
+    dynamo = "/venv/lib/python3.11/site-packages/torch/_dynamo/eval_frame.py:832 compile_wrapper"
+    sympy = "/venv/lib/python3.11/site-packages/sympy/core/basic.py:300 Basic.__eq__"
+    stack = parse_stack(f"{script}:7 <module>\n{dynamo}\n{script}:3 classify\n{dynamo}\n{sympy}")
+    assert stack.source == "/venv/lib/python3.11/site-packages/sympy/core/basic.py:300"
+    assert stack.frames[stack.call_site_index].location == f"{script}:7"
+    assert stack.caller == f"{script}:7"
+
+
 def test_xlaprofs_own_worker_modules_are_never_the_users_line():
     for own in ("stack_runs.py", "read_calls.py", "worker_protocol.py", "torch_xla_import.py"):
         stack = parse_stack(f"/work/train.py:10 <module>\n/src/xlaprof-repo/collectors/{own}:114 sample")

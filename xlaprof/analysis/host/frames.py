@@ -16,6 +16,9 @@ Contract:
   ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
+  ``PyStack.call_site_index``: the innermost frame in the user's own code (neither framework nor a
+  library's), where a line inside a library is fixed; -1 without one. Like ``source``, ``caller`` and
+  the call site pass over a frame standing at its ``def``, ``class`` or decorator line.
 - ``line_text(location)``: the stripped text of "file:line" when the file is readable here: a
   local regular file of at most ``MAX_SOURCE_BYTES`` (a path named in a capture is never a FIFO
   or device that would block, nor a URL), else None.
@@ -29,8 +32,9 @@ import re
 import stat
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Callable
 
-from xlaprof.framework_files import is_framework_file
+from xlaprof.framework_files import is_framework_file, is_library_file
 
 MAX_SOURCE_BYTES = 16 * 2**20  # a source file larger than this is not shown, only named
 # The standard library's modules whose waits are for another thread (see PyStack.waits_for_a_thread).
@@ -60,9 +64,19 @@ class PyStack:
 
     @cached_property
     def source_index(self) -> int:
-        for i in range(len(self.frames) - 1, -1, -1):
+        return self._innermost(len(self.frames), is_framework_file)
+
+    @cached_property
+    def call_site_index(self) -> int:
+        """The innermost frame in the user's own code: neither framework nor library (-1 without one)."""
+        return self._innermost(len(self.frames), lambda path: is_framework_file(path) or is_library_file(path))
+
+    def _innermost(self, below: int, passed_over: Callable[[str], bool]) -> int:
+        """The innermost frame above ``below`` whose file ``passed_over`` does not take and that stands
+        in its function's body (not at its ``def``, ``class`` or decorator line), or -1."""
+        for i in range(below - 1, -1, -1):
             frame = self.frames[i]
-            if not is_framework_file(frame.file) and not _is_header(frame.location):
+            if not passed_over(frame.file) and not _is_header(frame.location):
                 return i
         return -1
 
@@ -95,10 +109,8 @@ class PyStack:
         if i < 0:
             return None
         own = self.frames[i].file
-        for frame in reversed(self.frames[:i]):
-            if frame.file != own and not is_framework_file(frame.file):
-                return frame.location
-        return None
+        above = self._innermost(i, lambda path: path == own or is_framework_file(path))
+        return self.frames[above].location if above >= 0 else None
 
 
 def parse_stack(text: str) -> PyStack:

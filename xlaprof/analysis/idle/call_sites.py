@@ -2,9 +2,9 @@
 
 Contract: ``group_at_call_sites(costs)`` returns ``costs`` with those whose line lies in a
 third-party library (``framework_files.is_library_file``) merged per (cause, span, call site):
-the call site is the innermost frame of the cost's stack in the user's own code (neither framework
-nor library), e.g. ``denoise.py:36 sched.step(...)``. A merged cost names the call site as its
-``source``, its stack runs down to it, its time and pieces are the sums, and ``inside`` lists the
+the call site is the innermost frame of the cost's stack in the user's own code
+(``PyStack.call_site_index``: neither framework nor library, not at a ``def`` or decorator line),
+e.g. ``denoise.py:36 sched.step(...)``. A merged cost names the call site as its ``source``, its stack runs down to it, its time and pieces are the sums, and ``inside`` lists the
 library lines behind it (``LibraryLine``: line, text, pieces, idle time), costliest first. A cost
 with no user frame above its line (a library's own thread) stays as it is, as do the costs of the
 user's own lines.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from xlaprof.analysis.host.frames import line_text, parse_stack
 from xlaprof.analysis.idle.idle_costs import CauseCost
-from xlaprof.framework_files import is_framework_file, is_library_file
+from xlaprof.framework_files import is_library_file
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,6 @@ def group_at_call_sites(costs: list[CauseCost]) -> list[CauseCost]:
 
 def _call_site(cost: CauseCost) -> tuple[str, tuple[str, ...]] | None:
     """The innermost user frame of the cost's stack, and the stack down to it; None without one."""
-    frames = parse_stack("\n".join(cost.stack)).frames
-    for i in range(len(frames) - 1, -1, -1):
-        if not is_framework_file(frames[i].file) and not is_library_file(frames[i].file):
-            return frames[i].location, tuple(cost.stack[: i + 1])
-    return None
+    stack = parse_stack("\n".join(cost.stack))
+    i = stack.call_site_index
+    return (stack.frames[i].location, tuple(cost.stack[: i + 1])) if i >= 0 else None
