@@ -1,7 +1,7 @@
 """xlaprof's analysis scored against an oracle it did not compute, on the corpus of real third-party
 workloads (``tests/support/corpus``; the oracle: ``tests/support/truth``).
 
-The session fixture runs the suite's cases twice (captured with torch_xla's per-step counters beside
+The session fixture runs the suite's cases (``cases.SUITE_CASES``: all but the bench's own) twice (captured with torch_xla's per-step counters beside
 it; under a line tracer) and analyses each capture once; every test reads those results. The bounds
 are the truth issue's: each cause within 10 points of the truth's share of idle (widened by the
 truth's own 95% interval where it is measured by an A/B arm, and scored in that arm's blocks, at
@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.corpus.cases import CASES
+from tests.support.corpus.cases import CASES, SUITE_CASES
 from tests.support.truth.corpus_run import record_corpus, score_corpus
 from tests.support.truth.table import CAUSES
 
 pytestmark = pytest.mark.torch_xla
-
-SUITE_CASES = [c.name for c in CASES]
 
 READS_AT_LINE, COMPILES_AT_LINE, CAUSE_POINTS = 0.98, 0.95, 10.0
 

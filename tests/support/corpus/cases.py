@@ -11,7 +11,9 @@ where the reads are a library's: the same steps, each read answered from a recor
 (``tests.support.truth.read_replay``). ``Case.changed``: for a case whose shapes change,
 the values the recompile explanation must name (e.g. the latent width 16 and 24).
 ``Case.slow_compiles``: compiles of about a minute a process, which the suite captures compiled
-without LLVM's optimizations (``tests.support.truth.corpus_run``). Cases run in this order in one
+without LLVM's optimizations (``tests.support.truth.corpus_run``). ``Case.bench_only``: a case that
+``bench/bench_truth.py`` scores and the suite does not (``SUITE_CASES``), to keep the suite within
+its time. Cases run in this order in one
 process per mode and capture group (``tests.support.truth.runner``, ``corpus_run``).
 """
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Case:
     changed: tuple[str, ...] = ()
     without_reads: tuple[str, ...] | None = None  # the arguments of the A/B arm without the reads
     slow_compiles: bool = False  # compiles of about a minute a process: the suite compiles them fast
+    bench_only: bool = False  # scored by bench/bench_truth.py only (the suite's time has no room for it)
 
     @property
     def module_path(self) -> str:
@@ -65,7 +68,10 @@ CASES: tuple[Case, ...] = (
     Case("text_to_image", "text_to_image", warm=0, window=4, changed=("16", "24"), slow_compiles=True),
     Case("generate_growing", "generate", warm=1, window=3, changed=("7", "8", "9")),
     Case("generate_static", "generate", ("--static",), warm=1, window=12, without_reads=REPLAYED_READS),
+    Case("ctc_speech", "ctc_speech", window=20, bench_only=True),
     Case("input_bound", "input_bound", warm=2, window=16),
+    Case("dynamic_padding", "dynamic_padding", warm=3, window=8, changed=("26", "30"), bench_only=True),
     Case("dynamo_encoder", "dynamo_encoder", warm=3, window=6, changed=("24", "32")),
 )
 BY_NAME = {case.name: case for case in CASES}
+SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)

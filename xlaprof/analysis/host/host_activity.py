@@ -52,6 +52,7 @@ from xlaprof.analysis.common import intervals
 from xlaprof.analysis.common.notebook_repr import short_repr
 from xlaprof.analysis.host.frames import PyStack
 from xlaprof.analysis.host.python_stacks import MAIN_THREAD, StackSamples
+from xlaprof.analysis.host.read_positions import named_by_position
 from xlaprof.analysis.host.span_index import SpanIndex, compiler_rows
 from xlaprof.framework_files import is_torch_file
 from xlaprof.xspace import vocabulary
@@ -315,6 +316,7 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
         after_sync = np.where(last_boundary >= 0, boundary, -np.inf)
         chained = np.maximum(_chain_starts(r_start, r_end, reads.start[mine]), after_sync)
         read_stack[mine], seen_begun, end[mine] = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
+        read_stack[mine] = named_by_position(read_stack[mine], seen_begun > -np.inf, reads.start[mine], b_end)
         previous_end = -np.inf
         for i, begun, chain, synced in zip(mine.tolist(), seen_begun.tolist(), chained.tolist(), after_sync.tolist()):
             start[i] = max(min(chain if begun == -np.inf else begun, reads.start[i]), previous_end, synced)
