@@ -235,6 +235,26 @@ def test_a_one_off_graph_that_is_no_state_is_said_as_such():
     assert why.clusters[1]["one_off"] and why.clusters[1]["program_ids"] == [3]
 
 
+def test_state_that_comes_into_being_over_the_first_steps_is_said_as_one_offs_at_the_line_that_compiled():
+    # Seen on Wav2Vec2's CTC fine-tuning, no spans: the sync line compiled a graph with 112 inputs, then
+    # 160 (the optimizer's moments), then 162 (its step counts), each once; the steps after reused the last.
+    first = _module(1, [("f32", (8, 4)), ("f32", (4, 4))])
+    moments = _module(2, [("f32", (8, 4)), ("f32", (4, 4)), ("f32", (4, 4)), ("f32", (4, 4))])
+    counts = _module(3, [("f32", (8, 4)), ("f32", (4, 4)), ("f32", (4, 4)), ("f32", (4, 4)), ("f32", ())])
+    records = [CompileRecord(float(k), 10.0, f"hash{k}", None, "train.py:29", program_id=k) for k in (1, 2, 3)]
+    hlo = HloModules({1: ("m", first), 2: ("m", moments), 3: ("m", counts)})
+    (why,) = explain_recompiles([("w0", records, hlo)])  # one place: the line, whatever the families
+    assert why.kind is ChangeKind.INPUTS and why.source == "train.py:29" and why.program_ids == [1, 2, 3]
+    assert why.summary == ("Each graph takes the previous one's inputs and more shaped like them (inputs 2 -> 4 -> 5), "
+                           "each compiled once: state created over the first steps, one-offs.")
+    assert "Nothing in the step to fix" in why.advice and "pad" not in why.advice
+    # A graph that drops inputs on the way is no such growth: the family change is said as it is.
+    records[2] = CompileRecord(2.0, 10.0, "hash3", None, "train.py:29", program_id=4)
+    hlo = HloModules({1: ("m", first), 2: ("m", moments), 4: ("m", _module(4, [("f32", (8, 4))]))})
+    (why,) = explain_recompiles([("w0", records, hlo)])
+    assert "state created over the first steps" not in why.summary
+
+
 def _inner_module(program: int, n: int, source: bool) -> bytes:
     """Fixed inputs (x: f32[64,4]); ``n`` enters through ``torch.arange(n)`` and ``x[:n]``."""
     line = (lambda k: f"train.py:{k}") if source else (lambda k: None)

@@ -1,7 +1,9 @@
 """Speech fine-tuning with transformers' ``Wav2Vec2ForCTC`` (tiny config, random weights) on random
 audio: its CTC loss has no XLA kernel, so ``aten::_ctc_loss`` runs as a CPU fallback in the forward
 (inside the library, on the training thread) and its backward on the autograd engine's thread, with a
-``loss.item()`` a step. The truth's lines: the model call and ``loss.backward()``.
+``loss.item()`` a step. The truth's lines: the model call and ``loss.backward()``. The step's sync
+compiles a graph with more inputs at steps 2, 3 and 5 (AdamW's state entering the graph the reads
+cut), each once: warming up, no shape to pad (PT_XLA_DEBUG_LEVEL=2 shows every later step reuse one).
 """
 from __future__ import annotations
 

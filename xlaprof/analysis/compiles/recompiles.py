@@ -9,8 +9,9 @@ Contract:
 - ``explain_recompiles(workers)`` takes, per worker, its label, compile records and ``HloModules``,
   and returns one ``RecompileExplanation`` per place that compiled more
   than one distinct graph (graph hash), most compile time first. A place is the span (name and
-  ``file:line``) the compile happened in, as in ``CompileSummary``; compiles outside any span
-  are told apart by graph family (same input and output ranks).
+  ``file:line``) the compile happened in, as in ``CompileSummary``; compiles outside any span by
+  the line that compiled them, and where that is unknown by graph family (same input and output
+  ranks).
 - A place's graphs are explained in clusters: graphs of one family (the same number and ranks of
   inputs and outputs) together. A graph of a family of its own is a one-off, said as such:
   "1 compile: the optimizer's state was created at the first step (inputs 47 -> 105), a one-off"
@@ -19,7 +20,10 @@ Contract:
   explanation's ``kind``, data and advice are those of its largest cluster (the one-offs' advice
   follows); ``clusters`` lists each cluster (kind, compiles, graphs, one_off, summary,
   program_ids); ``summary`` joins their sentences. A place with one cluster (or only one-offs)
-  is explained as one group, as before.
+  is explained as one group, as before. Graphs each of a family of its own, each taking the
+  previous one's inputs plus new ones shaped like them, are state created over the first steps
+  (the optimizer's moments, then its step counts, a graph cut by a read where the state is not yet
+  on the device): one-offs, said as such (``ADVICE_STATE_GROWING``).
 - ``kind`` says what differs, in this order of precedence: ``inputs`` (their number or ranks),
   ``dtype``, ``shape`` (dimension sizes: named by symbols, "input 3 (f32[B,256]): B = 8, 12, 16
   across 3 compiles", with buckets to pad to; or, where no input changes, sizes made inside the
@@ -103,6 +107,12 @@ ADVICE_GROWING_SEQUENCE = (
     "prompt or KV cache) does: pad the prompts to one length and keep the KV cache static (transformers: "
     "generate(..., cache_implementation=\"static\") with padded input_ids and attention_mask), so one graph "
     "serves every length.")
+ADVICE_STATE_GROWING = (
+    "The step's graph gains inputs over its first steps as state comes into being (an optimizer's moments "
+    "and step counts, buffers made on first use), and a read inside the step can cut it where that state "
+    "is not yet on the device: each graph compiles once, while warming up, and the steps after reuse the "
+    "last. Nothing in the step to fix; torch_xla's persistent compilation cache "
+    "(torch_xla.runtime.initialize_cache) saves them across runs.")
 ADVICE_STATE_CREATED = (
     "The optimizer creates its state (e.g. AdamW's exp_avg and exp_avg_sq) at its first step, so the first "
     "step's graph has fewer inputs than the later ones: one compile more, once; nothing to fix.")
@@ -186,7 +196,7 @@ def _places(records: list[CompileRecord], modules: HloModules) -> dict[tuple, li
     for k in sorted(range(len(records)), key=lambda k: records[k].start_us):
         r = records[k]
         family = None
-        if r.span is None:
+        if r.span is None and r.source is None:
             signature = _signature(modules, r)
             family = signature.family if signature is not None else None
         places.setdefault((r.span or NO_SPAN, r.source, family), []).append(k)
@@ -223,6 +233,11 @@ def _explain(place: tuple, graphs: list[CompileRecord], group: list[CompileRecor
     compiles = Counter(r.graph_hash or f"#{r.start_us}" for r in group)
     counted = lambda rs: sum(compiles[r.graph_hash or f"#{r.start_us}"] for r in rs)  # noqa: E731
     clusters = _clusters([m for _, m in known])
+    if len(clusters) == len(known) and _state_growing([m.signature for _, m in known]):
+        counts = " -> ".join(str(len(m.signature.parameters)) for _, m in known)
+        return RecompileExplanation(kind=ChangeKind.INPUTS, advice=ADVICE_STATE_GROWING, summary=(
+            f"Each graph takes the previous one's inputs and more shaped like them (inputs {counts}), "
+            f"each compiled once: state created over the first steps, one-offs."), **base)
     if not any(len(c) > 1 for c in clusters) or len(clusters) == 1:
         kind, summary, extra = _classify([m for _, m in known], f"across {len(graphs)} compiles")
         return RecompileExplanation(kind=kind, summary=_capital(summary), advice=extra.pop("advice", ADVICE[kind]),
@@ -285,6 +300,11 @@ def _state_added(first: GraphSignature, later: GraphSignature) -> bool:
     changed = -sum(n for n in delta.values() if n < 0)
     new = sum(n for shape, n in delta.items() if n > 0 and shape not in have and shape.dims)
     return len(later.parameters) > len(first.parameters) and new <= changed
+
+
+def _state_growing(signatures: list[GraphSignature]) -> bool:
+    """Each graph takes the previous one's inputs plus new ones shaped like them (``_state_added``)."""
+    return all(_state_added(a, b) for a, b in zip(signatures, signatures[1:]))
 
 
 def _classify(modules: list, across: str) -> tuple[ChangeKind, str, dict]:
