@@ -73,6 +73,7 @@ CASES: tuple[Case, ...] = (
     Case("input_bound", "input_bound", warm=2, window=16),
     Case("dynamic_padding", "dynamic_padding", warm=3, window=8, changed=("26", "30"), bench_only=True),
     Case("checkpointed", "checkpointed", warm=6, window=20, bench_only=True),
+    Case("train_eval", "train_eval", warm=8, window=16, without_reads=NO_READS, bench_only=True),
     Case("dynamo_encoder", "dynamo_encoder", warm=3, window=6, changed=("24", "32")),
 )
 BY_NAME = {case.name: case for case in CASES}

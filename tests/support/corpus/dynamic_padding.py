@@ -6,6 +6,8 @@ fix pads to a few fixed lengths (``pad_to_multiple_of`` or ``max_length``).
 """
 from __future__ import annotations
 
+from tests.support.corpus.tiny_models import bert_classifier
+
 BATCH, VOCAB = 4, 200
 # The longest sequence of each step's batch: new lengths and repeats, as a shuffled dataset gives them.
 LONGEST = (21, 13, 21, 30, 13, 17, 30, 21, 26, 17, 13, 30, 26, 21)
@@ -23,11 +25,9 @@ def _tokenizer():
 
 def build(torch, device, args: list[str]):
     import torch_xla
-    from transformers import BertConfig, BertForSequenceClassification, DataCollatorWithPadding
+    from transformers import DataCollatorWithPadding
 
-    model = BertForSequenceClassification(BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
-                                                     num_attention_heads=2, intermediate_size=64,
-                                                     max_position_embeddings=64, num_labels=3)).to(device)
+    model = bert_classifier(VOCAB, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     collate = DataCollatorWithPadding(_tokenizer())
     generator = torch.Generator().manual_seed(0)

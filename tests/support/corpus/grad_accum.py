@@ -3,16 +3,15 @@ sequence classification, 4 micro-batches per optimizer step, the loss read once 
 """
 from __future__ import annotations
 
+from tests.support.corpus.tiny_models import bert_classifier
+
 ACCUMULATE, BATCH, SEQ, VOCAB = 4, 4, 24, 300
 
 
 def build(torch, device, args: list[str]):
     import torch_xla
-    from transformers import BertConfig, BertForSequenceClassification
 
-    model = BertForSequenceClassification(BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
-                                                     num_attention_heads=2, intermediate_size=64,
-                                                     max_position_embeddings=64, num_labels=3)).to(device)
+    model = bert_classifier(VOCAB, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     batches = [(torch.randint(0, VOCAB, (BATCH, SEQ)), torch.randint(0, 3, (BATCH,))) for _ in range(ACCUMULATE)]
 
