@@ -43,9 +43,12 @@ REPLAY_SCRIPT = textwrap.dedent('''
             x.nonzero()  # step 1 read a scalar first
     except ReplayMismatch as error:
         mismatch = str(error)
+    kernel = lambda: repr(torch._C._dispatch_get_computed_kernel_for_dispatch_key("aten::_local_scalar_dense", "XLA"))
+    installed = kernel()
+    ReadReplay.uninstall()  # the kernels it stood in front of are back at work
     print(json.dumps({"recorded": recorded[:3], "replayed": replayed[:3], "replay_reads": after_reads - before,
                       "replay_executions": after_executed - executed, "y": replayed[3].cpu().tolist(),
-                      "mismatch": mismatch}))
+                      "mismatch": mismatch, "kernels": [installed, kernel()], "after": x.sum().item()}))
 ''')
 
 
@@ -56,3 +59,5 @@ def test_a_replayed_step_gets_its_recorded_values_reads_nothing_and_still_runs_i
     assert out["replay_executions"] >= 1  # the step's sync still ran its graph
     assert out["y"] == [[0.0, 2.0, 4.0, 6.0], [8.0, 10.0, 12.0, 14.0], [16.0, 18.0, 20.0, 22.0]]
     assert out["mismatch"] == "a replayed step read with nonzero, its recording with _local_scalar_dense"
+    installed, after = out["kernels"]
+    assert "read_replay.py" in installed and "read_replay.py" not in after and out["after"] == 66.0

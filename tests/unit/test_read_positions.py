@@ -12,7 +12,7 @@ MISSED = np.array([7, 8, 9, 7, -1, 9, 7, 8, 9, 7, -1, 9])
 
 
 def named(stacks, starts=STARTS, syncs=SYNCS):
-    return named_by_position(stacks, stacks >= 0, starts, syncs)
+    return named_by_position(stacks, stacks >= 0, stacks >= 0, starts, syncs)
 
 
 def test_a_missed_read_takes_the_stack_of_its_place_in_the_other_iterations():
@@ -43,6 +43,17 @@ def test_a_stack_only_inferred_from_the_runs_around_a_read_gives_way_to_its_plac
     stacks = np.array([7, 8, 9, 7, 7, 9, 7, 8, 9, 7, 8, 9])
     seen = np.ones(stacks.size, bool)
     seen[4] = False
-    assert named_by_position(stacks, seen, STARTS, SYNCS)[4] == 8
+    assert named_by_position(stacks, seen, seen, STARTS, SYNCS)[4] == 8
     seen[:] = True  # a seen stack stays, whatever its place's others say
-    assert named_by_position(stacks, seen, STARTS, SYNCS)[4] == 7
+    assert named_by_position(stacks, seen, seen, STARTS, SYNCS)[4] == 7
+
+
+def test_inferred_stacks_vote_where_the_caller_trusts_them():
+    # Only one read at the place was seen; two more were inferred to the same stack (they vote), and
+    # one inferred to the read before it (it does not, and is renamed).
+    stacks = np.array([7, 8, 9, 7, 8, 9, 7, 8, 9, 7, 7, 9])
+    seen = np.array([1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1], bool)
+    voters = seen.copy()
+    voters[[4, 7]] = True
+    assert named_by_position(stacks, seen, voters, STARTS, SYNCS)[10] == 8
+    assert named_by_position(stacks, seen, seen, STARTS, SYNCS)[10] == 7  # one vote: not enough

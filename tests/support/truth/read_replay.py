@@ -14,7 +14,9 @@ Inside ``recording(i)``, it calls it and keeps step ``i``'s result, in order; in
 it returns step ``i``'s recorded results in the same order without calling it (a result on the device
 is uploaded from its recorded copy: an upload, no read), and raises ``ReplayMismatch`` when step ``i``
 makes a read the recording does not have, or of another op, or fewer. ``_to_copy`` counts as a read
-only when it copies to the CPU.
+only when it copies to the CPU. ``ReadReplay.uninstall()`` takes the kernels away again, the ones they
+were put in front of back at work: a case run after a replayed one in the same process reads
+through no frame of the replay's (its Python kernel would be in every read mark's stack).
 """
 from __future__ import annotations
 
@@ -64,6 +66,13 @@ class ReadReplay:
                 replay._library = library  # kept: the registration lasts as long as the library object
                 cls._installed = replay
             return cls._installed
+
+    @classmethod
+    def uninstall(cls) -> None:
+        with cls._lock:
+            if cls._installed is not None:
+                cls._installed._library._destroy()
+                cls._installed = None
 
     @contextlib.contextmanager
     def recording(self, step: int):

@@ -24,6 +24,7 @@ its window).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
@@ -106,22 +107,29 @@ def ab_blocks(case, step, logdir: str) -> tuple[dict[str, list[dict]], str]:
     capture's session (where the truth scores the analysis' shares)."""
     import torch
     import torch_xla
-    import torch_xla.core.xla_model as xm
 
-    import xlaprof
     from tests.support.corpus.cases import REPLAYED_READS
-    from tests.support.truth.step_recorder import StepRecorder
-    from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM, ForeignLoad, quiet
 
     window = range(case.warm, case.warm + case.window)
     if case.without_reads == REPLAYED_READS:
-        without = replayed(step, window)
-    else:
-        torch.manual_seed(0)
-        without = importlib.import_module(case.module_path).build(torch, torch_xla.device(),
-                                                                  list(case.args + case.without_reads))
-        for i in range(case.warm):
-            without(i)
+        with replayed(step, window) as without:
+            return _pairs_of_blocks(case, step, without, window, logdir)
+    torch.manual_seed(0)
+    without = importlib.import_module(case.module_path).build(torch, torch_xla.device(),
+                                                              list(case.args + case.without_reads))
+    for i in range(case.warm):
+        without(i)
+    return _pairs_of_blocks(case, step, without, window, logdir)
+
+
+def _pairs_of_blocks(case, step, without, window: range, logdir: str) -> tuple[dict[str, list[dict]], str]:
+    """``ab_blocks``' pairs, given the arm without the reads (warmed up to the window)."""
+    import torch_xla.core.xla_model as xm
+
+    import xlaprof
+    from tests.support.truth.step_recorder import StepRecorder
+    from tests.support.workloads.ab_harness import NO_READS_ARM, READS_ARM, ForeignLoad, quiet
+
     for i in window:
         without(i)
     xm.wait_device_ops()
@@ -149,22 +157,27 @@ def ab_blocks(case, step, logdir: str) -> tuple[dict[str, list[dict]], str]:
     return blocks, ab_run.path
 
 
+@contextlib.contextmanager
 def replayed(step, window: range):
-    """``step`` with each read answered from a recording of ``window``'s steps (``read_replay``)."""
+    """``step`` with each read answered from a recording of ``window``'s steps (``read_replay``), the
+    replay's kernels taken away at the end (the cases after it read as they would alone)."""
     import torch_xla.core.xla_model as xm
 
     from tests.support.truth.read_replay import ReadReplay
 
     replay = ReadReplay.install()
-    for i in window:
-        with replay.recording(i):
-            step(i)
-    xm.wait_device_ops()
+    try:
+        for i in window:
+            with replay.recording(i):
+                step(i)
+        xm.wait_device_ops()
 
-    def without(i: int) -> None:
-        with replay.replaying(i):
-            step(i)
-    return without
+        def without(i: int) -> None:
+            with replay.replaying(i):
+                step(i)
+        yield without
+    finally:
+        ReadReplay.uninstall()
 
 
 def main(argv: list[str] | None = None) -> None:

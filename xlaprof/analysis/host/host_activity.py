@@ -316,7 +316,14 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
         after_sync = np.where(last_boundary >= 0, boundary, -np.inf)
         chained = np.maximum(_chain_starts(r_start, r_end, reads.start[mine]), after_sync)
         read_stack[mine], seen_begun, end[mine] = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
-        read_stack[mine] = named_by_position(read_stack[mine], seen_begun > -np.inf, reads.start[mine], b_end)
+        # Seen: inside a mark, or a sampled run began once its call was under way. An inferred stack
+        # votes unless it is a marked call's: a read outside every mark given one is most likely the
+        # marked read before it, whose run the sampler, come late, still showed.
+        marked = stacks.read_calls.holding(line, reads.start[mine], reads.end[mine]) >= 0
+        seen = marked | (seen_begun >= chained)
+        inferred_mark = np.isin(read_stack[mine], stacks.read_calls.stack) & ~seen
+        read_stack[mine] = named_by_position(read_stack[mine], seen, seen | ~inferred_mark, reads.start[mine],
+                                             b_end)
         previous_end = -np.inf
         for i, begun, chain, synced in zip(mine.tolist(), seen_begun.tolist(), chained.tolist(), after_sync.tolist()):
             start[i] = max(min(chain if begun == -np.inf else begun, reads.start[i]), previous_end, synced)
