@@ -315,12 +315,10 @@ def _read_calls(reads: EventSet, runtime: EventSet, boundaries: EventSet,
         boundary = b_end[np.maximum(last_boundary, 0)] if b_end.size else np.zeros(mine.size)
         after_sync = np.where(last_boundary >= 0, boundary, -np.inf)
         chained = np.maximum(_chain_starts(r_start, r_end, reads.start[mine]), after_sync)
-        read_stack[mine], seen_begun, end[mine] = stacks.reads_on(line, reads.start[mine], reads.end[mine], chained)
-        # Seen: inside a mark, or a sampled run began once its call was under way. An inferred stack
-        # votes unless it is a marked call's: a read outside every mark given one is most likely the
-        # marked read before it, whose run the sampler, come late, still showed.
-        marked = stacks.read_calls.holding(line, reads.start[mine], reads.end[mine]) >= 0
-        seen = marked | (seen_begun >= chained)
+        read_stack[mine], seen_begun, end[mine], seen = stacks.reads_on(line, reads.start[mine], reads.end[mine],
+                                                                        chained)
+        # An inferred stack votes unless it is a marked call's: a read outside every mark given one is
+        # most likely the marked read before it, whose run the sampler, come late, still showed.
         inferred_mark = np.isin(read_stack[mine], stacks.read_calls.stack) & ~seen
         read_stack[mine] = named_by_position(read_stack[mine], seen, seen | ~inferred_mark, reads.start[mine],
                                              b_end)

@@ -238,10 +238,12 @@ class StackSamples:
         return result
 
     def reads_on(self, line: int, starts: np.ndarray, ends: np.ndarray,
-                 calls: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 calls: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For the reads (TransferFromDevice events [start, end], sorted) on ``line``: the stack id
-        of each read's Python call (-1 where unknown), when that call began (-inf where unknown)
-        and when it ended (the read's end where unknown). A read inside a marked call
+        of each read's Python call (-1 where unknown), when that call began (-inf where unknown),
+        when it ended (the read's end where unknown), and whether that stack was seen (the read
+        inside a mark, or a sampled run begun once its call was under way, at ``calls`` or after)
+        rather than inferred from the runs around it. A read inside a marked call
         (``self.read_calls``) has that call's stack, began where the call's line began (``_line_began``)
         and ended with the call (a CPU-fallback op such as ``nonzero`` computes and uploads its
         result after the transfer).
@@ -258,11 +260,12 @@ class StackSamples:
         no read was seen from inside keeps ``_first_seen``'s runs."""
         stacks, begun = self._sampled_reads(line, starts, ends, calls)
         held = self.read_calls.holding(line, starts, ends)
+        seen = (held >= 0) | (begun >= calls)
         marked = np.flatnonzero(held >= 0)
         stacks[marked], begun[marked] = self.read_calls.stack[held[marked]], self._line_began(line, held[marked])
         ended = ends.copy()
         ended[marked] = self.read_calls.end[held[marked]]
-        return stacks, begun, ended
+        return stacks, begun, ended, seen
 
     def _line_began(self, line: int, held: np.ndarray) -> np.ndarray:
         """When each marked call's line began: the start of the sampled run holding the call's start
