@@ -15,11 +15,15 @@ nothing reads a tensor value. Reads under ``torch.inference_mode()`` are marked 
 ``bool(t)``, ``int(t)``, ``float(t)``, a tensor as an index or a condition), ``nonzero`` (and
 ``argwhere``, ``torch.where(c)``), ``equal``, the ``unique`` family, ``masked_select`` and ``isin``
 (run on the CPU by torch_xla 2.9), and ``_to_copy`` when it copies to the CPU (``.cpu()``,
-``print(t)``, ``.tolist()``, ``.numpy()``; a copy that stays on the device is not marked). Reads made
-otherwise (another op's CPU fallback) are named by the stack sampler alone.
+``print(t)``, ``.tolist()``, ``.numpy()``; a copy that stays on the device is not marked). The
+bindings of ``READ_BINDINGS`` move device values to the host without the dispatcher (``xm.save``
+and other state-dict transfers call ``torch_xla._XLAC._xla_get_cpu_tensors``): ``install()`` puts
+the same marking wrapper in their place in ``torch_xla._XLAC``, which torch_xla's Python looks up at
+each call. Reads made otherwise (another op's CPU fallback) are named by the stack sampler alone.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
@@ -31,6 +35,9 @@ from xlaprof.xspace.vocabulary import PY_READ_STACK_STAT, READ_CALL_EVENT, USER_
 
 READ_OPS = ("_local_scalar_dense", "nonzero", "equal", "_unique2", "unique_dim", "unique_consecutive", "masked_select",
             "isin.Tensor_Tensor", "isin.Tensor_Scalar", "isin.Scalar_Tensor", "_to_copy")
+# torch_xla's bindings that move device values to the host outside the dispatcher: xm.save,
+# xm._maybe_convert_to_cpu (a checkpoint's state dict), mesh_reduce.
+READ_BINDINGS = ("_xla_get_cpu_tensors",)
 
 
 def _reads(name: str, kwargs: dict) -> bool:
@@ -62,7 +69,13 @@ def install() -> None:
                 warnings.simplefilter("ignore")
                 for name in READ_OPS:
                     xla_kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{name}", _DISPATCH_KEY)
-                    library.impl(name, _marking_kernel(name, xla_kernel, profiler), _DISPATCH_KEY, with_keyset=True)
+                    reads = functools.partial(_reads, name)
+                    library.impl(name, _marking(xla_kernel.call_boxed, profiler, reads), _DISPATCH_KEY, with_keyset=True)
+            import torch_xla
+
+            bindings = torch_xla._XLAC
+            for name in READ_BINDINGS:
+                setattr(bindings, name, _marking(getattr(bindings, name), profiler))
         except Exception as exc:  # instrumentation must never take the worker down: the sampler still names reads
             log.warning("xlaprof: reads are not marked at their calls (%s); the stack sampler alone names them", exc)
             _library = False
@@ -70,16 +83,18 @@ def install() -> None:
         _library = library
 
 
-def _marking_kernel(name: str, xla_kernel, profiler):
-    is_enabled, trace_me, call = profiler.TraceMe.is_enabled, profiler.TraceMe, xla_kernel.call_boxed
+def _marking(call, profiler, reads=None):
+    """``call`` marked as a read (its caller's stack in a ``READ_CALL_EVENT`` around it) while a capture
+    records and stacks are sampled; ``reads(kwargs)``, where given, tells whether this call reads."""
+    is_enabled, trace_me = profiler.TraceMe.is_enabled, profiler.TraceMe
 
-    def kernel(keyset, *args, **kwargs):
+    def marked(*args, **kwargs):
         caller = sys._getframe().f_back  # the frame that called the op (kernels run in C++); None from C++ alone
         if (caller is None or not is_enabled(USER_SPAN_LEVEL) or stack_sampler.rate() == 0
-                or not _reads(name, kwargs)):
-            return call(keyset, *args, **kwargs)
+                or (reads is not None and not reads(kwargs))):
+            return call(*args, **kwargs)
         with trace_me(READ_CALL_EVENT, **{PY_READ_STACK_STAT: StackReader().read(caller).text}):
-            return call(keyset, *args, **kwargs)
+            return call(*args, **kwargs)
 
-    hide_innermost(kernel.__code__)  # a sample taken during the read shows the caller's line
-    return kernel
+    hide_innermost(marked.__code__)  # a sample taken during the read shows the caller's line
+    return marked

@@ -110,8 +110,10 @@ def test_spans_add_no_device_transfer_and_no_mark_step(tmp_path):
 
 
 READ_MARK_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
-    import json, sys, torch, torch_xla, xlaprof
+    import json, os, sys, tempfile, torch, torch_xla, xlaprof
+    import torch_xla.core.xla_model as xm
     dev = torch_xla.device()
+    saved = os.path.join(tempfile.mkdtemp(), "state.pt")
 
     def reads(seed):
         torch.manual_seed(seed)
@@ -129,6 +131,8 @@ READ_MARK_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
         found.append(list(torch.isin((w > 0).int(), torch.ones(1, dtype=torch.int32).to(dev)).shape))  # READ 8
         found.append(round(float(w.detach().cpu().sum()), 4))  # READ 9: a copy to the CPU
         found.append(str(w.to(torch.bfloat16).dtype))  # a copy on the device: no read, no mark
+        xm.save({"w": w.detach()}, saved)  # READ 10: torch_xla's bindings, not the dispatcher
+        found.append(round(float(torch.load(saved)["w"].sum()), 4))
         loss.backward()  # the reads left autograd as it was
         torch_xla.sync()
         found.append(w.grad.sum().item())
@@ -153,7 +157,7 @@ def test_reading_ops_mark_their_calls_and_change_nothing_else(tmp_path):
     # come from torch/functional.py, called from the script's line).
     callers = [next(frame for frame in reversed(stat_text(stacks[int(r)]).splitlines()) if frame.startswith(script))
                for r in rows]
-    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 10)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
+    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 11)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
     assert callers == [f"{script}:{line} reads" for line in lines], callers
 
 
