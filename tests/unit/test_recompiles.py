@@ -255,6 +255,23 @@ def test_state_that_comes_into_being_over_the_first_steps_is_said_as_one_offs_at
     assert "state created over the first steps" not in why.summary
 
 
+def test_a_resized_input_beside_inputs_added_is_a_shape_change_not_state():
+    # Seen on an LSTM tagger over padded batches of 16, then 20 tokens: the token ids (s64[8,16] ->
+    # s64[8,20]) and the tags resized, and the unrolled steps' inputs added (59 -> 71 inputs), each
+    # graph compiled once. Not state coming into being: the length changed, and padding fixes it.
+    def tagger(program: int, length: int, steps: int) -> bytes:
+        return _module(program, [("f32", (32, 32)), ("s64", (8, length)), ("s64", (8, length))]
+                       + [("f32", (8, 32))] * steps)
+
+    records = [CompileRecord(float(k), 10.0, f"hash{k}", None, "tagger.py:31", program_id=k) for k in (1, 2)]
+    hlo = HloModules({1: ("m", tagger(1, 16, 3)), 2: ("m", tagger(2, 20, 5))})
+    (why,) = explain_recompiles([("w0", records, hlo)])
+    assert why.kind is ChangeKind.SHAPE and why.sizes == {"S": [16, 20]} and why.buckets == {"S": [24]}
+    assert why.summary == ("The graphs take 6, 8 inputs, and input 1 (s64[8,S]): S = 16, 20; "
+                           "input 2 (s64[8,S]): S = 16, 20 across 2 compiles.")
+    assert "Nothing in the step to fix" not in why.advice and "pad S" in why.advice
+
+
 def _inner_module(program: int, n: int, source: bool) -> bytes:
     """Fixed inputs (x: f32[64,4]); ``n`` enters through ``torch.arange(n)`` and ``x[:n]``."""
     line = (lambda k: f"train.py:{k}") if source else (lambda k: None)

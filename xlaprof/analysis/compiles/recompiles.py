@@ -303,8 +303,10 @@ def _state_added(first: GraphSignature, later: GraphSignature) -> bool:
 
 
 def _state_growing(signatures: list[GraphSignature]) -> bool:
-    """Each graph takes the previous one's inputs plus new ones shaped like them (``_state_added``)."""
-    return all(_state_added(a, b) for a, b in zip(signatures, signatures[1:]))
+    """Each graph takes all of the previous one's inputs, unchanged, plus new ones shaped like them
+    (``_state_added``, no input resized: a resized one is a shape that changes, not state)."""
+    return all(not (Counter(a.parameters) - Counter(b.parameters)) and _state_added(a, b)
+               for a, b in zip(signatures, signatures[1:]))
 
 
 def _classify(modules: list, across: str) -> tuple[ChangeKind, str, dict]:
@@ -312,6 +314,10 @@ def _classify(modules: list, across: str) -> tuple[ChangeKind, str, dict]:
     across = f" {across}" if across else ""
     if len({s.family for s in signatures}) > 1:
         arities = diff.sizes_text([len(s.parameters) for s in signatures])
+        inputs, sizes = diff.followed_dims(signatures)
+        if inputs:  # inputs resized, and others added or taken away with them (a longer LSTM sequence)
+            kind, summary, extra = _shape_summary(inputs, sizes, across)
+            return kind, f"The graphs take {arities} inputs, and {summary}", extra
         return ChangeKind.INPUTS, f"The graphs take different inputs ({arities} inputs, or ranks change){across}.", {}
     dtypes = diff.changed_dtypes(signatures)
     if dtypes:

@@ -8,6 +8,9 @@ Contract (pure functions over ``hlo.GraphSignature``):
   graphs, named by symbols (``B`` for a leading dimension first, then ``S``, ``N``, ...); dims
   that change together (the same sizes in every graph) share a symbol, like a batch size shared
   by the inputs and labels. Returns ``SymbolicInput`` rows and {symbol: sizes per graph}.
+- ``followed_dims(signatures)``: the same for graphs whose inputs differ in number, each input of
+  the first graph followed to a resized input of its dtype and rank where a later graph lacks its
+  shape.
 - ``buckets(sizes)``: a few padded sizes that cover ``sizes`` and make fewer graphs than the sizes
   seen, by a padding rule: multiples of 8 (or of a larger power of two, to keep at most
   ``MAX_BUCKETS`` and fewer than the sizes), one size where one bucket is left, else powers of two
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xlaprof.hlo import GraphSignature
 
@@ -101,6 +104,41 @@ def varying_dims(signatures: list[GraphSignature]) -> tuple[list[SymbolicInput],
             dtype = shape.dtype if len(dtypes) == 1 else "/".join(sorted(dtypes))
             rows.append(SymbolicInput(k, f"{dtype}[{','.join(dims)}]", first.parameter_sources[k], tuple(used)))
     return rows, {symbol: list(values) for values, symbol in symbol_of.items()}
+
+
+def followed_dims(signatures: list[GraphSignature]) -> tuple[list[SymbolicInput], dict[str, list[int]]]:
+    """``varying_dims`` for graphs whose inputs differ in number (other families): each input of the
+    first graph followed through the later ones, to the same shape where the next graph still has
+    it, else to a shape of its dtype and rank that the graph before did not have (the same input,
+    resized: an LSTM's longer sequence also adds inputs). Only inputs followed through every graph
+    count; input numbers are the first graph's."""
+    first = signatures[0]
+    tracks = [[shape] for shape in first.parameters]
+    alive = list(range(len(tracks)))
+    for before, after in zip(signatures, signatures[1:]):
+        left = Counter(after.parameters)
+        had = set(before.parameters)
+        resized = [shape for shape in after.parameters if shape not in had and shape.dims]
+        kept = []
+        for k in alive:
+            shape = tracks[k][-1]
+            if left[shape] > 0:
+                match = shape
+            else:
+                match = next((r for r in resized if r.dtype == shape.dtype and len(r.dims) == len(shape.dims)
+                              and left[r] > 0), None)
+                if match is None:
+                    continue
+                resized.remove(match)
+            left[match] -= 1
+            tracks[k].append(match)
+            kept.append(k)
+        alive = kept
+    followed = [replace(s, parameters=tuple(tracks[k][i] for k in alive),
+                        parameter_sources=tuple(first.parameter_sources[k] for k in alive))
+                for i, s in enumerate(signatures)]
+    rows, sizes = varying_dims(followed)
+    return [replace(row, number=alive[row.number]) for row in rows], sizes
 
 
 def _next_symbol(taken: set[str], leading: bool) -> str:
