@@ -75,6 +75,11 @@ CASES: tuple[Case, ...] = (
     Case("checkpointed", "checkpointed", warm=6, window=20, bench_only=True),
     Case("train_eval", "train_eval", warm=8, window=16, without_reads=NO_READS, bench_only=True),
     Case("dynamo_encoder", "dynamo_encoder", warm=3, window=6, changed=("24", "32")),
+    Case("resnet_loader", "resnet_loader", warm=4, window=12, without_reads=NO_READS, bench_only=True),
+    Case("checkpoint_best", "checkpoint_best", warm=3, window=8, without_reads=NO_READS, bench_only=True),
+    Case("amp_scaler", "amp_scaler", warm=3, window=8, without_reads=NO_READS, bench_only=True),
+    Case("lstm_tagger", "lstm_tagger", warm=1, window=6, changed=("16", "20"), bench_only=True),
+    Case("seq2seq_generate", "seq2seq_generate", warm=1, window=3, changed=("11", "12", "13"), bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)
