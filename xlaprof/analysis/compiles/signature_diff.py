@@ -125,8 +125,7 @@ def followed_dims(signatures: list[GraphSignature]) -> tuple[list[SymbolicInput]
             if left[shape] > 0:
                 match = shape
             else:
-                match = next((r for r in resized if r.dtype == shape.dtype and len(r.dims) == len(shape.dims)
-                              and left[r] > 0), None)
+                match = next((r for r in resized if r.dtype == shape.dtype and len(r.dims) == len(shape.dims)), None)
                 if match is None:
                     continue
                 resized.remove(match)
