@@ -209,24 +209,41 @@ def test_a_compile_on_a_thread_without_python_is_at_the_line_that_waits_for_it(t
     assert [e["source"] for e in out["compile_events"]] == ["/work/train.py:33"]
 
 
-def test_a_thread_waiting_for_a_loader_is_named_by_what_the_loader_did(tmp_path):
+LOADER_COLLATE = "/usr/lib/python3.11/threading.py:1002 _bootstrap\n/work/data.py:12 collate\n/work/data.py:13 collate"
+# A loader thread waiting for a DataLoader's worker processes, and one working in torch's own code
+# (no line of the user's or a library's to name): neither is a root.
+LOADER_WAITS_FOR_WORKERS = ("/usr/lib/python3.11/threading.py:1002 _bootstrap\n"
+                            "/v/lib/python3.11/site-packages/torch/utils/data/dataloader.py:1133 _get_data\n"
+                            "/usr/lib/python3.11/multiprocessing/connection.py:257 poll\n"
+                            "/usr/lib/python3.11/multiprocessing/connection.py:947 wait\n"
+                            "/usr/lib/python3.11/selectors.py:415 select")
+LOADER_IN_TORCH = ("/usr/lib/python3.11/threading.py:1002 _bootstrap\n"
+                   "/v/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py:52 fetch")
+
+
+@pytest.mark.parametrize("loader_stack, named", [
+    (LOADER_COLLATE, "/work/data.py:13"),
+    (LOADER_WAITS_FOR_WORKERS, "/work/train.py:50"),
+    (LOADER_IN_TORCH, "/work/train.py:50"),
+])
+def test_a_thread_waiting_for_a_loader_is_named_by_what_the_loader_did(tmp_path, loader_stack, named):
     """The training thread waits in a queue's get (MpDeviceLoader) while the loader thread sleeps in a
-    slow collate: the blocked time is the main thread's, named at the collate's line."""
+    slow collate: the blocked time is the main thread's, named at the collate's line. A loader thread
+    that itself waits (for a DataLoader's worker processes), or works with no line to name, is no
+    root: the training thread's own line (its loader call) names the wait."""
     builder, host = frame()
     python = host.line("python", line_id=1)
     python.event("SyncTensorsGraphInternal", 850, 30)
     host.line("loader", line_id=3).event("TensorCollectionBarrier", 10, 5)  # the loader thread's own line
     wait = f"{MAIN}\n/work/train.py:50 step\n/v/lib/python3.11/site-packages/torch_xla/distributed/parallel_loader.py:" \
            "40 next\n/usr/lib/python3.11/queue.py:171 get\n/usr/lib/python3.11/threading.py:327 wait"
-    collate = "/usr/lib/python3.11/threading.py:1002 _bootstrap\n/work/data.py:12 collate\n" \
-              "/work/data.py:13 collate"
     add_stack_samples(host, thread_line_id=1, runs=[(0, 120, "main"), (120, 840, "wait"), (840, 1000, "main")],
                       stacks={"main": MAIN, "wait": wait}, cpu_share={"main": 1.0, "wait": 0.01})
     loader = host.line(f"{vocabulary.STACK_LINE_PREFIX}loader")
-    loader.event("data.py:13 collate", 0, 1000, **{vocabulary.PY_STACK_STAT: collate, vocabulary.PY_THREAD_STAT: 3,
+    loader.event("loader", 0, 1000, **{vocabulary.PY_STACK_STAT: loader_stack, vocabulary.PY_THREAD_STAT: 3,
                                                     vocabulary.PY_THREAD_NAME_STAT: "loader",
                                                     vocabulary.PY_CPU_STAT: 5})
     out = report(tmp_path, builder)
     assert out["idle_by_cause_us"]["host_blocked"] == pytest.approx(720.0)
     blocked = next(f for f in out["findings"] if f["kind"] == "host_blocked")
-    assert blocked["source"] == "/work/data.py:13"
+    assert blocked["source"] == named

@@ -12,7 +12,9 @@ Contract:
   over where the file is readable here.
   ``PyStack.waits_for_a_thread``: its innermost frame is the standard library's wait for another
   thread (``threading``'s locks, conditions, events and joins, ``queue``'s get and put, a future's
-  result): the thread is blocked on what another thread does, not on its own line.
+  result), or one of its innermost frames ``multiprocessing``'s wait for another process (a
+  DataLoader's worker processes, through a connection's poll or a queue's get): the thread is
+  blocked on what another thread or process does, not on its own line.
   ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
@@ -39,6 +41,9 @@ from xlaprof.framework_files import is_framework_file, is_library_file
 MAX_SOURCE_BYTES = 16 * 2**20  # a source file larger than this is not shown, only named
 # The standard library's modules whose waits are for another thread (see PyStack.waits_for_a_thread).
 _THREAD_WAIT_FILES = ("/threading.py", "/queue.py", "/concurrent/futures/_base.py")
+# ... and those that wait for another process (a DataLoader's workers), calling a select or poll.
+_PROCESS_WAIT_FILES = ("/multiprocessing/connection.py", "/multiprocessing/queues.py")
+_PROCESS_WAIT_DEPTH = 4  # innermost frames searched for such a wait
 _AUTOGRAD_ENTRY = "/torch/autograd/"  # the engine's callers: backward(), autograd.grad()
 _FRAME = re.compile(r"^(.+):(\d+)(?: (.*))?$")  # "path:line function"; a path may hold spaces
 
@@ -85,7 +90,9 @@ class PyStack:
         if not self.frames:
             return False
         path = self.frames[-1].file.replace("\\", "/")
-        return is_framework_file(path) and path.endswith(_THREAD_WAIT_FILES)
+        if is_framework_file(path) and path.endswith(_THREAD_WAIT_FILES):
+            return True
+        return any(f.file.replace("\\", "/").endswith(_PROCESS_WAIT_FILES) for f in self.frames[-_PROCESS_WAIT_DEPTH:])
 
     @property
     def in_autograd_engine(self) -> bool:

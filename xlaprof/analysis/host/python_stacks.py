@@ -18,7 +18,8 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   where the reading op marked it (``read_calls``, ``collectors/read_calls.py``), else taken from inside
   the read where the sampler saw it, else never from a line that does not read (see the method).
 - ``working_threads(stack_ids, times, own_line)``: for a thread waiting for another one (a queue's
-  get), the stack of a sampled thread that was working then (the loader's slow collate).
+  get), the stack of a sampled thread that was working then with a line to name (the loader's slow
+  collate; ``named[i]``: whether stack ``i`` has a ``source``).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``; ``waiting[i]`` whether it waits for another
   thread (one array per ``StackSamples``, made on first use; ``waiting[-1]``, no stack, is False);
   ``in_autograd_engine[i]`` likewise, whether it is in the autograd engine's entry (``backward()``).
@@ -115,6 +116,11 @@ class StackSamples:
         """Per stack id, whether the stack waits for another thread (``PyStack.waits_for_a_thread``),
         and a last False for -1 (no stack): computed once, on first use."""
         return np.array([s.waits_for_a_thread for s in self.stacks] + [False], bool)
+
+    @cached_property
+    def named(self) -> np.ndarray:
+        """Per stack id, whether it has a line to name (``PyStack.source``), and a last False for -1."""
+        return np.array([s.source is not None for s in self.stacks] + [False], bool)
 
     @cached_property
     def in_autograd_engine(self) -> np.ndarray:
@@ -226,13 +232,13 @@ class StackSamples:
         that time that waits for none (the loader thread in its slow collate, sleeping or running),
         the first such in line order; else the given stack id."""
         result = stack_ids.copy()
-        waiting = self.waiting
+        waiting, named = self.waiting, self.named
         pick = np.flatnonzero(waiting[stack_ids])
         for line in self.sampled_lines:
             if line == own_line or not pick.size:
                 continue
             found = self._stack_of(self._covering(line, times[pick]))
-            working = (found >= 0) & ~waiting[found]
+            working = (found >= 0) & ~waiting[found] & named[found]
             result[pick[working]] = found[working]
             pick = pick[~working]
         return result

@@ -33,7 +33,8 @@ add up to its idle time. The rules:
    event (for a read, the whole reading call); for tracing, at the piece's middle on the tracing
    thread; for blocked and unattributed time, on the training loop's thread, except that a training
    thread waiting for another thread (a queue's get: ``MpDeviceLoader`` waiting for its loader) is
-   named by a sampled thread working then (the loader's slow collate): the root of the wait.
+   named by a sampled thread working then on a line it can name (the loader's slow collate): the
+   root of the wait (a loader thread itself waiting, for a DataLoader's worker processes, is none).
 A blocking read here is the whole Python call that reads (``HostActivity.transfers_from_device``):
 the forced early run of a partial graph, its tracing, sync and barrier wait belong to the read,
 since without the read that partial graph would not run apart.
