@@ -81,6 +81,7 @@ CASES: tuple[Case, ...] = (
     Case("lstm_tagger", "lstm_tagger", warm=1, window=6, changed=("16", "20"), bench_only=True),
     Case("seq2seq_generate", "seq2seq_generate", warm=1, window=3, changed=("11", "12", "13"), bench_only=True),
     Case("input_workers", "input_bound", ("--workers",), warm=2, window=16, bench_only=True),
+    Case("multiscale_vision", "multiscale_vision", warm=1, window=6, changed=("32", "48"), bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)
