@@ -290,23 +290,23 @@ def _one_off(k: int, signatures: list[GraphSignature]) -> tuple[ChangeKind, str,
         ADVICE[ChangeKind.INPUTS]
 
 
-def _state_added(first: GraphSignature, later: GraphSignature) -> bool:
+def _state_added(first: GraphSignature, later: GraphSignature, resized: bool = True) -> bool:
     """The later graph takes the first one's inputs plus new ones shaped like them (or scalars):
-    state created at the first step, like an optimizer's moments. Inputs whose size changed
-    between the two (a new batch shape) may stand for as many unexplained new ones."""
+    state created at the first step, like an optimizer's moments. With ``resized``, inputs whose
+    size changed between the two (a new batch shape) may stand for as many unexplained new ones;
+    without, every input of the first must be in the later one unchanged."""
     delta = Counter(later.parameters)
     delta.subtract(Counter(first.parameters))
     have = set(first.parameters)
     changed = -sum(n for n in delta.values() if n < 0)
     new = sum(n for shape, n in delta.items() if n > 0 and shape not in have and shape.dims)
-    return len(later.parameters) > len(first.parameters) and new <= changed
+    return len(later.parameters) > len(first.parameters) and new <= changed and (resized or changed == 0)
 
 
 def _state_growing(signatures: list[GraphSignature]) -> bool:
     """Each graph takes all of the previous one's inputs, unchanged, plus new ones shaped like them
-    (``_state_added``, no input resized: a resized one is a shape that changes, not state)."""
-    return all(not (Counter(a.parameters) - Counter(b.parameters)) and _state_added(a, b)
-               for a, b in zip(signatures, signatures[1:]))
+    (``_state_added`` without resized inputs: a resized one is a shape that changes, not state)."""
+    return all(_state_added(a, b, resized=False) for a, b in zip(signatures, signatures[1:]))
 
 
 def _classify(modules: list, across: str) -> tuple[ChangeKind, str, dict]:
