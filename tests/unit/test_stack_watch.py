@@ -209,3 +209,40 @@ def test_a_thread_kept_off_its_core_counts_its_run_queue_wait_as_wanted_time():
         spin.wait()
     assert cpu < 0.75 * wall, (cpu, wall)  # it shared the core
     assert wanted > 0.85 * wall and wanted >= cpu, (wanted, cpu, wall)  # and wanted it all the time
+
+
+
+class Spinning:
+    """A thread running one line (C calls that keep the GIL, in a loop) until told, then the next line
+    of the same function until told, then ends: its CPU clock moves at every sample."""
+
+    def __init__(self) -> None:
+        self.move_on, self.end = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self.spin, daemon=True)
+        self.thread.start()
+
+    def spin(self) -> None:
+        while not self.move_on.is_set(): sum(range(20_000))  # noqa: E701 (one line, by design)
+        while not self.end.is_set(): sum(range(20_000))  # noqa: E701
+
+    def finish(self) -> None:
+        self.move_on.set()
+        self.end.set()
+        self.thread.join()
+
+
+def test_a_running_thread_that_moves_to_another_line_of_its_function_is_seen_at_once():
+    spinning = Spinning()
+    first_line = Spinning.spin.__code__.co_firstlineno + 1
+    try:
+        watcher, until = watcher_of(spinning.thread), time.monotonic() + 2.0
+        while watcher.wait(0.02).f_lineno != first_line:
+            assert time.monotonic() < until, "the thread never reached its first loop"
+        threading.Timer(0.2, spinning.move_on.set).start()
+        started = time.monotonic()
+        moved = watcher.wait(5.0)
+        waited = time.monotonic() - started
+    finally:
+        spinning.finish()
+    assert moved.f_lineno == first_line + 1
+    assert 0.15 < waited < 2.0  # the change was found at a sample, not at the timeout
