@@ -18,9 +18,13 @@
  * without the GIL), the time the thread was on a
  * CPU or waiting for one (runnable: on a loaded host Python that wants to run waits there), from its
  * /proc schedstat (its CPU time where that cannot be read): the caller tells the time the thread ran
- * Python from the time it was blocked (in a sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the stack returned
- * last was read: the caller records the event later (once it has the GIL and a core), and says by
- * how much. After a return, `depth` is the stack's number of frames and
+ * Python from the time it was blocked (in a sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the
+ * sample that returned last was taken, with `wanted_ns`, before the wait for the GIL, where the thread
+ * kept the GIL through most of that wait (its CPU clock ran: a long C call such as gc.collect(),
+ * which lets go of it only once it returns): it ran, from then on, the line of the stack read once
+ * the GIL came. Where it did not (it waited for the GIL too), `sampled_ns` is when the stack was
+ * read, as the line it waited at is known from then. The caller records the event later (once it
+ * has the GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames and
  * `kept` how many of its outermost frames (code and line) are those of the stack returned before:
  * the caller formats only the `depth - kept` innermost ones.
  *
@@ -206,13 +210,25 @@ static int remember(Watcher *w, PyFrameObject *top) {
 /* Whether the thread ran since the last call said so: its CPU clock moved (or cannot be read, as
  * when it ended). A thread that did not run has the same stack, and needs no GIL to know it. The
  * clock is read before the stack is compared, so a change after the comparison shows next time. */
-static int ran(Watcher *w) {
+static long long thread_cpu_ns(Watcher *w) { /* -1 where it cannot be read */
     clockid_t clock = ((~(clockid_t)w->native_id) << 3) | 6; /* Linux: the thread's CPU clock (CPUCLOCK_SCHED) */
     struct timespec ts;
-    long long cpu_ns = clock_gettime(clock, &ts) == 0 ? (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec : -1;
+    return clock_gettime(clock, &ts) == 0 ? (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec : -1;
+}
+
+static int ran(Watcher *w) {
+    long long cpu_ns = thread_cpu_ns(w);
     int moved = cpu_ns < 0 || cpu_ns != w->cpu_ns;
     w->cpu_ns = cpu_ns;
     return moved;
+}
+
+/* Whether the thread kept the GIL through most of a wait for it of `waited_s` that began with its CPU
+ * clock at `cpu_ns` (a long C call, such as gc.collect(), running all along), rather than waiting
+ * for it too (another thread held it). */
+static int kept_the_gil(Watcher *w, long long cpu_ns, double waited_s) {
+    long long now_ns = thread_cpu_ns(w);
+    return cpu_ns >= 0 && now_ns >= cpu_ns && (double)(now_ns - cpu_ns) * 1e-9 >= 0.5 * waited_s;
 }
 
 /* The time the thread was on a CPU or runnable: schedstat's first two fields (run and run-queue wait,
@@ -238,7 +254,7 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
     }
     double deadline = now_s() + timeout_s;
     for (;;) {
-        double pause, asleep, woke;
+        double pause, asleep, woke, sampled;
         Py_BEGIN_ALLOW_THREADS
         do {
             pause = w->sleep_s * (0.5 + uniform(w));
@@ -248,10 +264,15 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
             w->samples++;
         } while (woke < deadline && !ran(w));
         read_wanted(w); /* a syscall: before the GIL is taken, never while the sampled thread waits for it */
+        sampled = now_s();
         Py_END_ALLOW_THREADS
+        double came = now_s();
         w->compared++;
-        w->sleep_s = now_s() - asleep - pause > w->late_s ? Py_MIN(2 * w->sleep_s, w->max_backoff_s) : w->period_s;
-        w->sampled_ns = (long long)(now_s() * 1e9);
+        w->sleep_s = came - asleep - pause > w->late_s ? Py_MIN(2 * w->sleep_s, w->max_backoff_s) : w->period_s;
+        if (came - sampled > w->late_s && !kept_the_gil(w, w->cpu_ns, came - sampled)) {
+            sampled = came; /* it waited for the GIL too: at the stack read now, from when it is read */
+        }
+        w->sampled_ns = (long long)(sampled * 1e9);
         PyFrameObject *top = innermost_frame(w->ident);
         if (top == NULL) {
             clear(&w->last);
@@ -316,7 +337,8 @@ static PyMemberDef watcher_members[] = {
     {"wanted_ns", T_LONGLONG, offsetof(Watcher, wanted_ns), READONLY,
      "the thread's time on a CPU or runnable (ns) as of the last return, -1 where unknown"},
     {"sampled_ns", T_LONGLONG, offsetof(Watcher, sampled_ns), READONLY,
-     "when (time.monotonic_ns()) the stack returned last was read: the caller's event may open later"},
+     "when (time.monotonic_ns()) the sample that returned last was taken, before the wait for the GIL: "
+     "the caller's event may open later"},
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
     {"kept", T_PYSSIZET, offsetof(Watcher, kept), READONLY,
      "outermost frames of the stack returned last equal (code and line) to those of the one before"},

@@ -160,6 +160,59 @@ def test_the_sampler_adds_no_device_transfer_nor_sync_and_is_off_at_0(tmp_path):
     assert sampled["0"] == [] and len(sampled["10000"]) > 10
 
 
+GIL_SCRIPT = textwrap.dedent('''
+    import json, sys, time, torch, torch_xla, xlaprof
+    import torch_xla.core.xla_model as xm
+    dev = torch_xla.device()
+    w = torch.randn(64, 64, device=dev)
+
+    def work():
+        x = torch.ones(64, 64, device=dev)
+        for _ in range(10):
+            x = torch.tanh(x @ w)
+        torch_xla.sync()
+
+    count = 200_000
+    while True:  # a sum over a range keeps the GIL as gc.collect() does on a big heap: 0.2 s of it here
+        begin = time.perf_counter()
+        sum(range(count))
+        if time.perf_counter() - begin >= 0.2:
+            break
+        count *= 2
+    for _ in range(2):  # the window's graph compiled
+        work()
+    xm.wait_device_ops()
+    with xlaprof.profile(sys.argv[1]) as run:
+        sum(range(count))  # at the capture's start, as Trainer.train() begins with gc.collect()
+        work()
+        sum(range(count))  # between two steps
+        work()
+        xm.wait_device_ops()
+    print(json.dumps({"path": run.path}))
+''')
+
+
+def test_a_call_that_keeps_the_gil_is_the_host_running_python_at_its_line(tmp_path):
+    """A long C call that keeps the GIL (so no sample can read the stack until it returns), at a
+    capture's start and between two steps, is the host running Python: not a wait for input, nor
+    time no stack explains. It is named where the thread first lets go of the GIL: at the call's
+    line, or, where another thread took the GIL first, in the call on the next line (``work()``)."""
+    from xlaprof.analysis import analyze
+    from xlaprof.report import analysis_json
+
+    result = _run_script(tmp_path, "gil.py", GIL_SCRIPT)
+    report = analysis_json(analyze(Session.load(result["path"])))
+    idle, by_cause = report["device_idle_us"], report["idle_by_cause_us"]
+    assert by_cause["host_tracing"] > 0.85 * idle, by_cause
+    script = tmp_path / "gil.py"
+    for comment in ("# at the capture's start", "# between two steps"):
+        line = _lines_of(GIL_SCRIPT, comment)
+        places = {f"{script}:{line} <module>", f"{script}:{line + 1} <module>"}
+        named = sum(f["lost_us"] for f in report["findings"]
+                    if f["kind"] == "host_tracing" and places & set(f["stack"]))
+        assert named > 0.15 * 1e6, (comment, [(f["kind"], f["stack"], f["lost_us"]) for f in report["findings"]])
+
+
 IDLE_SCRIPT = textwrap.dedent('''
     import json, logging, sys, threading, time, torch, torch_xla, xlaprof
     from collectors import stack_runs

@@ -246,3 +246,42 @@ def test_a_running_thread_that_moves_to_another_line_of_its_function_is_seen_at_
         spinning.finish()
     assert moved.f_lineno == first_line + 1
     assert 0.15 < waited < 2.0  # the change was found at a sample, not at the timeout
+
+
+def test_a_sample_taken_while_the_thread_keeps_the_gil_is_timed_before_its_wait_for_it():
+    """A thread in a C call that keeps the GIL (a sum over a range, as gc.collect() on a big heap) is
+    read once the call returns; the sample's time (``sampled_ns``) is when it was taken, before the
+    wait, so that the call's time goes to the stack read after it, as its CPU time does."""
+    started, hold, park = threading.Event(), {}, threading.Event()
+    count = 200_000
+    while True:  # a sum that lasts at least 0.2 s here
+        begin = time.perf_counter()
+        sum(range(count))
+        if time.perf_counter() - begin >= 0.2:
+            break
+        count *= 2
+
+    def holding() -> None:
+        started.set()
+        time.sleep(0.05)  # parked: the watcher's first stack
+        hold["start_ns"] = time.monotonic_ns()
+        sum(range(count))
+        hold["end_ns"] = time.monotonic_ns()
+        park.wait()
+
+    sum_line = holding.__code__.co_firstlineno + 4
+
+    thread = threading.Thread(target=holding, daemon=True)
+    thread.start()
+    started.wait()
+    try:
+        watcher = watcher_of(thread)
+        while watcher.wait(5.0).f_lineno < sum_line:  # until the stack read once the sum let go of the GIL
+            pass
+        sampled_ns = watcher.sampled_ns
+    finally:
+        park.set()
+        thread.join()
+    half_way = hold["start_ns"] + (hold["end_ns"] - hold["start_ns"]) // 2
+    assert hold["start_ns"] - 5_000_000 <= sampled_ns < half_way, (sampled_ns - hold["start_ns"],
+                                                                   hold["end_ns"] - hold["start_ns"])

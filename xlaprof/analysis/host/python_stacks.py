@@ -2,8 +2,9 @@
 
 Contract: ``StackSamples.from_plane(plane, main_line)`` collects the sample events of
 ``collectors/stack_sampler.py`` (events carrying ``py_stack``; see ``vocabulary``), each moved back
-to when its stack was read (``py_lag_us``: the sampler records an event once it has the GIL and a
-core, which on a busy host may be a millisecond later), a run ending where the thread's next
+to when its sample was taken (``py_lag_us``: the sampler records an event once it has the GIL and a
+core, which on a busy host may be a millisecond later, and reads the stack once it has the GIL: a
+call that kept it meanwhile ran at that stack's line), a run ending where the thread's next
 began. Each is placed on the host line of the thread it sampled (its ``py_thread`` line id); a sample whose thread has no
 line of its own in the capture (the thread recorded no TraceMe event) stays on its emitter's line,
 except the main thread's, which goes to ``main_line``. Consecutive samples of one thread with the
