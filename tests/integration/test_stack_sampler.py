@@ -161,8 +161,9 @@ def test_the_sampler_adds_no_device_transfer_nor_sync_and_is_off_at_0(tmp_path):
 
 
 GIL_SCRIPT = textwrap.dedent('''
-    import json, sys, time, torch, torch_xla, xlaprof
+    import json, sys, torch, torch_xla, xlaprof
     import torch_xla.core.xla_model as xm
+    from tests.support.gil_hold import range_lasting
     dev = torch_xla.device()
     w = torch.randn(64, 64, device=dev)
 
@@ -172,20 +173,14 @@ GIL_SCRIPT = textwrap.dedent('''
             x = torch.tanh(x @ w)
         torch_xla.sync()
 
-    count = 200_000
-    while True:  # a sum over a range keeps the GIL as gc.collect() does on a big heap: 0.2 s of it here
-        begin = time.perf_counter()
-        sum(range(count))
-        if time.perf_counter() - begin >= 0.2:
-            break
-        count *= 2
+    numbers = range_lasting(0.2)  # its sum keeps the GIL as gc.collect() does on a big heap
     for _ in range(2):  # the window's graph compiled
         work()
     xm.wait_device_ops()
     with xlaprof.profile(sys.argv[1]) as run:
-        sum(range(count))  # at the capture's start, as Trainer.train() begins with gc.collect()
+        sum(numbers)  # at the capture's start, as Trainer.train() begins with gc.collect()
         work()
-        sum(range(count))  # between two steps
+        sum(numbers)  # between two steps
         work()
         xm.wait_device_ops()
     print(json.dumps({"path": run.path}))

@@ -11,6 +11,7 @@ import pytest
 from collectors._stack_watch import Watcher
 
 from collectors.stack_runs import StackReader
+from tests.support.gil_hold import range_lasting
 
 PERIOD_S = 0.001
 
@@ -211,7 +212,6 @@ def test_a_thread_kept_off_its_core_counts_its_run_queue_wait_as_wanted_time():
     assert wanted > 0.85 * wall and wanted >= cpu, (wanted, cpu, wall)  # and wanted it all the time
 
 
-
 class Spinning:
     """A thread running one line (C calls that keep the GIL, in a loop) until told, then the next line
     of the same function until told, then ends: its CPU clock moves at every sample."""
@@ -253,19 +253,13 @@ def test_a_sample_taken_while_the_thread_keeps_the_gil_is_timed_before_its_wait_
     read once the call returns; the sample's time (``sampled_ns``) is when it was taken, before the
     wait, so that the call's time goes to the stack read after it, as its CPU time does."""
     started, hold, park = threading.Event(), {}, threading.Event()
-    count = 200_000
-    while True:  # a sum that lasts at least 0.2 s here
-        begin = time.perf_counter()
-        sum(range(count))
-        if time.perf_counter() - begin >= 0.2:
-            break
-        count *= 2
+    numbers = range_lasting(0.2)
 
     def holding() -> None:
         started.set()
         time.sleep(0.05)  # parked: the watcher's first stack
         hold["start_ns"] = time.monotonic_ns()
-        sum(range(count))
+        sum(numbers)
         hold["end_ns"] = time.monotonic_ns()
         park.wait()
 
