@@ -28,11 +28,13 @@ READER_SCRIPT = textwrap.dedent('''
         return (x @ x).sum().item()  # the blocking read
 
     def reader():
-        x = torch.randn(384, 384, device=dev)
         for i in range(40):
             read_loss(x)  # the call
 
-    read_loss(torch.randn(384, 384, device=dev))  # compiled before the capture
+    # compiled before the capture: the tensor too (a randn made on a new thread is a new graph), as
+    # a compile holds the GIL, and no emitter could cut its events at MAX_EVENT_S through it
+    x = torch.randn(384, 384, device=dev)
+    read_loss(x)
     with xlaprof.profile(sys.argv[1]) as run:
         worker = threading.Thread(target=reader, name="reader")
         worker.start()
