@@ -82,7 +82,8 @@ def test_a_read_is_the_whole_reading_call_and_names_the_library_line(tmp_path, l
     assert [(line.source, line.code, line.pieces) for line in read.inside] == [
         (f"{library}:3", LIBRARY_LINE.strip(), 1)]
     assert read.stack == ("/work/train.py:10 <module>", "/work/train.py:20 step")
-    assert read.advice == ADVICE_DATA_DEPENDENT  # the inner line's data-dependent lookup, not "read every N steps"
+    # the data-dependent lookup is the library's code: fixed at the call, not "read every N steps"
+    assert read.advice == ADVICE_READ_IN_LIBRARY
     assert read.detail.startswith("train.py:20 (1 blocking read(s) of device values inside sched.py, at 1 line(s) in "
                                   "reporting)")
     # Every idle microsecond has a stack here, so the lines add up to the idle time.
@@ -122,6 +123,11 @@ def test_read_advice_fits_a_library_lookup_a_device_index_and_a_step_closure(tmp
     plain = parse_stack(f"{MAIN}\n{library}:3 lookup").to_source
     from xlaprof.analysis.findings.advice import ADVICE_CLOSURE, ADVICE_DEVICE_INDEX, advice_for
     assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, "return self.lookup(t).item()") == ADVICE_READ_IN_LIBRARY
+    # A data-dependent op or an input check in a library's code is fixed at the call; in the user's, at its line.
+    for code in ("num_unique_values = len(torch.unique(t, dim=None))", "if nans.any() or nans_weight.any():"):
+        assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, code) == ADVICE_READ_IN_LIBRARY
+    assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, ("/work/train.py:30 step",),
+                      "idx = (t == x).nonzero()") == ADVICE_DATA_DEPENDENT
     # A table indexed with a device scalar is fixed at the call with a CPU index, in a library or not.
     for code in ("return self.table[t]", "sigma = self.sigmas[self.step_index]"):
         assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, code) == ADVICE_DEVICE_INDEX

@@ -60,12 +60,13 @@ def test_a_session_verdict_names_the_share_the_biggest_cause_its_line_and_the_fi
 
 
 def test_the_fix_is_the_advice_s_first_imperative_sentence_or_clause():
-    from xlaprof.analysis.findings.advice import ADVICE, ADVICE_DEVICE_INDEX, FindingKind
+    from xlaprof.analysis.findings.advice import ADVICE, ADVICE_DEVICE_INDEX, ADVICE_READ_IN_LIBRARY, FindingKind
 
     assert fix_of(ADVICE[FindingKind.TRANSFER_FROM_DEVICE]).startswith("Keep the value on the device")
     assert fix_of(ADVICE[FindingKind.RECOMPILATION]).startswith("Pad inputs to a fixed shape")
     assert fix_of(ADVICE[FindingKind.HOST_BLOCKED]).startswith("Prepare batches ahead of the step")
     assert fix_of(ADVICE_DEVICE_INDEX).startswith("keep the index on the CPU at the call")
+    assert fix_of(ADVICE_READ_IN_LIBRARY).startswith("turn the check off where the library has an option")
     fitted = ("torch_xla compiles one graph per distinct input shape: pad B to a fixed size or bucket it to a few "
               "sizes (multiples of 8: 40, 48, 56), so that a handful of graphs serve every step. Run the worker "
               "with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates each input.")

@@ -117,7 +117,8 @@ def _where(f: dict, source: str | None = None) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 # The verbs an advice's fix starts with ("Keep the value on the device ...", "... shape: pad B to ...").
 IMPERATIVES = frozenset({"keep", "pad", "bucket", "move", "wrap", "prepare", "replace", "capture", "serve", "run",
-                         "create", "compute", "use", "pass", "hand", "avoid", "trace", "read", "start", "install"})
+                         "create", "compute", "use", "pass", "hand", "avoid", "trace", "read", "start", "install",
+                         "turn"})
 
 
 def session_verdict(data: dict, duration: Callable[[float], str] = format_duration) -> str:

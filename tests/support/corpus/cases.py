@@ -84,6 +84,7 @@ CASES: tuple[Case, ...] = (
     Case("multiscale_vision", "multiscale_vision", warm=1, window=6, changed=("32", "48"), bench_only=True),
     Case("grad_clip_guard", "grad_clip_guard", warm=3, window=8, without_reads=NO_READS, bench_only=True),
     Case("hf_trainer", "hf_trainer", warm=1, window=1, bench_only=True),
+    Case("running_metrics", "running_metrics", warm=3, window=8, without_reads=NO_READS, bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)

@@ -2,14 +2,16 @@
 
 Contract: ``advice_for(kind, stack, code)`` returns the advice for a finding of ``kind`` whose
 Python stack (outermost first, "file:line function", down to the line) and line text are given:
-- a read inside a third-party library (site-packages) is fixed at the call: keep the table the
-  library indexes on the CPU, pass it a Python number; reading "every N steps" does not apply;
 - a read in a step closure (``xm.add_step_closure``) already runs after the step is dispatched:
   it still waits for that step; read less often or run the closure asynchronously;
-- a data-dependent op (``nonzero``, ``masked_select``, boolean masks) needs the values on the
-  host to know its output's shape;
 - a table indexed with a device scalar (``x[t]``, ``self.sigmas[i]``) reads the index: it is
-  fixed at the call with a CPU index (or a gather on the device), not by reading less often;
+  fixed at the call with a CPU index (or a gather on the device), not by reading less often, in a
+  library or not;
+- any other read inside a third-party library (site-packages): a lookup, a data-dependent op, a
+  check of its input; its code is not the user's, so it is fixed at the call: the library's option
+  that turns the check off, the table it indexes kept on the CPU, a Python number passed;
+- a data-dependent op (``nonzero``, ``masked_select``, boolean masks) in the user's code needs the
+  values on the host to know its output's shape;
 - host-to-device copies where the input pipeline already prefetches (``MpDeviceLoader``), or of
   tensors made on the host inside the step, are constants and scalars, not a data-loader problem.
 Otherwise the kind's general advice (``ADVICE``).
@@ -92,10 +94,13 @@ ADVICE = {
 ADVICE[FindingKind.FORCED_EXECUTION] = ADVICE[FindingKind.TRANSFER_FROM_DEVICE]
 
 ADVICE_READ_IN_LIBRARY = (
-    "This read happens inside a library, at a lookup that needs a device value on the host (an index "
-    "found with nonzero/item, a CPU table indexed by a device tensor). It is fixed at the call, not by "
-    "reading less often: keep what the library indexes on the CPU (e.g. a scheduler's timesteps as a "
-    "Python list or CPU tensor) or pass it a Python number instead of a device tensor.")
+    "This read happens inside a library, where its code needs a device value on the host: a lookup (an "
+    "index found with nonzero/item, a CPU table indexed by a device tensor), a data-dependent op "
+    "(unique, nonzero), or a check of its input (a NaN or label-range test). It is fixed at the call, "
+    "not in the library's code: turn the check off where the library has an option for it (e.g. "
+    "torchmetrics' validate_args=False or nan_strategy=\"disable\"), keep what the library indexes "
+    "on the CPU (e.g. a scheduler's timesteps as a Python list or CPU tensor), or pass it a Python "
+    "number instead of a device tensor.")
 ADVICE_CLOSURE = (
     "This read runs in a step closure (xm.add_step_closure): after the step is dispatched, but it "
     "still blocks until the device has finished that step before the next one can be traced. Run the "
@@ -128,12 +133,12 @@ def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None) -> s
     if kind is FindingKind.TRANSFER_FROM_DEVICE:
         if any(_CLOSURE.search(frame) for frame in stack):
             return ADVICE_CLOSURE
-        if code and _DATA_DEPENDENT.search(code):
-            return ADVICE_DATA_DEPENDENT
         if code and _INDEXED.search(code) and not _EXPLICIT_READ.search(code):
             return ADVICE_DEVICE_INDEX
-        if is_library_file(source.rpartition(" ")[0] or source):
+        if is_library_file(source.rpartition(" ")[0] or source):  # its code is not the user's to change
             return ADVICE_READ_IN_LIBRARY
+        if code and _DATA_DEPENDENT.search(code):
+            return ADVICE_DATA_DEPENDENT
     if kind is FindingKind.TRANSFER_TO_DEVICE and (
             any(_PREFETCHING.search(frame) for frame in stack) or (code and _HOST_TENSOR.search(code))):
         return ADVICE_SMALL_TRANSFERS
