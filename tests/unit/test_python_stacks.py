@@ -126,8 +126,11 @@ def test_read_advice_fits_a_library_lookup_a_device_index_and_a_step_closure(tmp
     # A data-dependent op or an input check in a library's code is fixed at the call; in the user's, at its line.
     for code in ("num_unique_values = len(torch.unique(t, dim=None))", "if nans.any() or nans_weight.any():"):
         assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, code) == ADVICE_READ_IN_LIBRARY
-    assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, ("/work/train.py:30 step",),
-                      "idx = (t == x).nonzero()") == ADVICE_DATA_DEPENDENT
+    for code in ("idx = (t == x).nonzero()", "rows, cols = torch.where(mask[i])"):
+        assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, ("/work/train.py:30 step",), code) == ADVICE_DATA_DEPENDENT
+    # where(mask) indexed by a device scalar reads for the where, not for the index (Mixtral's experts)
+    assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain,
+                      "top_k_pos, token_idx = torch.where(expert_mask[expert_idx])") == ADVICE_READ_IN_LIBRARY
     # A table indexed with a device scalar is fixed at the call with a CPU index, in a library or not.
     for code in ("return self.table[t]", "sigma = self.sigmas[self.step_index]"):
         assert advice_for(FindingKind.TRANSFER_FROM_DEVICE, plain, code) == ADVICE_DEVICE_INDEX

@@ -320,3 +320,22 @@ def test_a_size_growing_by_one_per_compile_is_told_as_a_growing_sequence():
     assert "grows by one at every compile" in advice and 'cache_implementation="static"' in advice
     _, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], {"B": [32, 40, 48]})
     assert "grows by one" not in advice and "multiples of 16: 32, 48" in advice
+
+
+def test_counts_of_indices_from_a_data_dependent_op_are_not_padded():
+    # Seen on transformers' Mixtral with eager experts: each expert's tokens found with
+    # torch.where(mask), lists of [count, 2] indices whose counts follow the router.
+    from xlaprof.analysis.compiles.recompiles import ADVICE_DATA_DEPENDENT_SIZES
+
+    why, _ = _one({1: _module(1, [("f32", (64, 32)), ("s64", (29, 2)), ("s64", (30, 2))]),
+                   2: _module(2, [("f32", (64, 32)), ("s64", (39, 2)), ("s64", (16, 2))])})
+    assert why.kind is ChangeKind.SHAPE and why.sizes == {"B": [29, 39], "S": [30, 16]}
+    assert why.advice == ADVICE_DATA_DEPENDENT_SIZES and why.buckets == {}
+    assert "pad to" not in why.advice and "batched_mm" in why.advice
+    # a resized batch beside them is the user's to pad: buckets as before
+    why, _ = _one({1: _module(1, [("f32", (64, 32)), ("s64", (29, 2))]),
+                   2: _module(2, [("f32", (72, 32)), ("s64", (39, 2))])})
+    assert why.advice != ADVICE_DATA_DEPENDENT_SIZES and why.buckets
+    # token ids of a varying length are not lists of indices: [batch, S] with S varying
+    why, _ = _one({1: _module(1, [("s64", (2, 16))]), 2: _module(2, [("s64", (2, 24))])})
+    assert why.advice != ADVICE_DATA_DEPENDENT_SIZES and why.buckets == {"S": [24]}

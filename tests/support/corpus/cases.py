@@ -8,7 +8,8 @@ workload; ``Case.fixes`` adds the case's own (cause -> words). ``Case.without_re
 reads can be taken out with the rest unchanged, the arguments of that A/B arm (the truth's read
 cost is what the arm saves: ``tests.support.truth.runner``'s ``ab`` mode), or ``REPLAYED_READS``
 where the reads are a library's: the same steps, each read answered from a recording of the window
-(``tests.support.truth.read_replay``). ``Case.changed``: for a case whose shapes change,
+(``tests.support.truth.read_replay``). ``Case.unfit``: words of advice that would not remove the case's
+cause (padding the inputs where the sizes are the device's data): the top finding's advice must hold none. ``Case.changed``: for a case whose shapes change,
 the values the recompile explanation must name (e.g. the latent width 16 and 24).
 ``Case.slow_compiles``: compiles of about a minute a process, which the suite captures compiled
 without LLVM's optimizations (``tests.support.truth.corpus_run``). ``Case.bench_only``: a case that
@@ -33,6 +34,7 @@ class Case:
     without_reads: tuple[str, ...] | None = None  # the arguments of the A/B arm without the reads
     slow_compiles: bool = False  # compiles of about a minute a process: the suite compiles them fast
     bench_only: bool = False  # scored by bench/bench_truth.py only (the suite's time has no room for it)
+    unfit: tuple[str, ...] = ()  # words of advice that would not remove the cause: the advice must not hold them
 
     @property
     def module_path(self) -> str:
@@ -85,6 +87,11 @@ CASES: tuple[Case, ...] = (
     Case("grad_clip_guard", "grad_clip_guard", warm=3, window=8, without_reads=NO_READS, bench_only=True),
     Case("hf_trainer", "hf_trainer", warm=1, window=1, bench_only=True),
     Case("running_metrics", "running_metrics", warm=3, window=8, without_reads=NO_READS, bench_only=True),
+    # Each step compiles 6 graphs of new expert token counts (about 13 s a step): a short window.
+    # Its sizes are the router's counts: padding the step's inputs changes nothing.
+    Case("moe_experts", "moe_experts", warm=1, window=2, fixes={"compile": ("batched_mm", "fixed-shape")},
+         unfit=("pad to", "bucket them", "bucket it"), bench_only=True),
+    Case("moe_batched", "moe_experts", ("--batched",), warm=3, window=12, bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)

@@ -96,15 +96,17 @@ class CaseResult:
     def advice_fits(self) -> bool:
         """The top finding of the truth's dominant cause names the line to change (its ``source``) and
         gives one of the fixes accepted for it (``cases.ACCEPTED_FIXES``, the case's own ``fixes``
-        first)."""
+        first), and none of the case's ``unfit`` ones."""
         dominant = max(self.truth.idle_share, key=self.truth.idle_share.get)
         accepted = self.case.fixes.get(dominant, ()) + ACCEPTED_FIXES[dominant]
         if dominant == "compile" and max(self.truth.compiles.values(), default=0) <= 1:
             accepted = ONE_OFF_COMPILE_FIXES  # each line compiled once: warming up, not a changing shape
         kinds = {"compile": ("compile", "recompilation")}.get(dominant, (dominant,))
         top = next((f for f in self.report["findings"] if f["kind"] in kinds), None)
+        advice = (top or {}).get("advice") or ""
         return (top is not None and top["source"] is not None
-                and any(fix.lower() in (top["advice"] or "").lower() for fix in accepted))
+                and any(fix.lower() in advice.lower() for fix in accepted)
+                and not any(word.lower() in advice.lower() for word in self.case.unfit))
 
     def explanation_names_change(self) -> bool:
         """Where shapes changed, an explanation of the recompiles names every value that changed."""

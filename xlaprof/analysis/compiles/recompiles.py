@@ -26,7 +26,9 @@ Contract:
   on the device): one-offs, said as such (``ADVICE_STATE_GROWING``).
 - ``kind`` says what differs, in this order of precedence: ``inputs`` (their number or ranks),
   ``dtype``, ``shape`` (dimension sizes: named by symbols, "input 3 (f32[B,256]): B = 8, 12, 16
-  across 3 compiles", with buckets to pad to; or, where no input changes, sizes made inside the
+  across 3 compiles", with buckets to pad to, but none where every input that changes is a list of
+  indices, [count, rank] of ints, as nonzero returns: counts of the device's data, which padding the
+  step's inputs does not fix, ``ADVICE_DATA_DEPENDENT_SIZES``; or, where no input changes, sizes made inside the
   graph, ``inner_shapes``: "S = 20, 28, 36 ..., made by s64[S] by iota at train.py:90", listed
   in ``intermediates``), ``graph_size`` (same inputs and outputs, a
   different number of instructions: a loop's trip count, a branch on a Python value),
@@ -107,6 +109,13 @@ ADVICE_GROWING_SEQUENCE = (
     "prompt or KV cache) does: pad the prompts to one length and keep the KV cache static (transformers: "
     "generate(..., cache_implementation=\"static\") with padded input_ids and attention_mask), so one graph "
     "serves every length.")
+ADVICE_DATA_DEPENDENT_SIZES = (
+    "The sizes that change are counts of indices that a data-dependent op found on the "
+    "device (nonzero, torch.where(mask), boolean indexing: each input is a list of indices, one row "
+    "a hit), so every new count is a new graph, and padding the step's inputs does not change it. "
+    "Use a fixed-shape form that stays on the device (torch.where(mask, a, b) with three arguments, a "
+    "mask multiplied in, a fixed capacity per group), or the library's static option (a mixture of "
+    "experts: transformers' experts_implementation=\"batched_mm\").")
 ADVICE_STATE_GROWING = (
     "The step's graph gains inputs over its first steps as state comes into being (an optimizer's moments "
     "and step counts, buffers made on first use), and a read inside the step can cut it where that state "
@@ -387,12 +396,31 @@ def _shape_summary(inputs: list[diff.SymbolicInput], sizes: dict[str, list[int]]
         values = "; ".join(f"{sym} = {diff.sizes_text(sizes[sym])}" for sym in row.symbols)
         parts.append(f"input {row.number} ({row.pattern}{made}): {values}")
     shown = parts[:3] + ([f"and {len(parts) - 3} more inputs"] if len(parts) > 3 else [])
+    if all(_index_list(row) for row in inputs):  # no input of the user's to pad: nothing to bucket
+        return ChangeKind.SHAPE, "; ".join(shown) + f"{across}.", {
+            "inputs": [dict(number=r.number, pattern=r.pattern, source=r.source, symbols=list(r.symbols))
+                       for r in inputs],
+            "sizes": sizes, "buckets": {}, "advice": ADVICE_DATA_DEPENDENT_SIZES}
     suggested, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], sizes)
     if not any(r.source for r in inputs):
         advice += " Run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates each input."
     return ChangeKind.SHAPE, "; ".join(shown) + f"{across}.", {
         "inputs": [dict(number=r.number, pattern=r.pattern, source=r.source, symbols=list(r.symbols)) for r in inputs],
         "sizes": sizes, "buckets": suggested, "advice": advice}
+
+
+_INDEX_DTYPES = ("s64[", "s32[")
+MAX_INDEXED_RANK = 8  # a list of indices has a column per dimension of the tensor it indexes
+
+
+def _index_list(row: diff.SymbolicInput) -> bool:
+    """An integer input of shape [count, rank], the count varying: what nonzero (torch.where(mask),
+    argwhere, boolean indexing) returns, a row per hit, so its count is the device's data."""
+    if not row.pattern.startswith(_INDEX_DTYPES) or not row.pattern.endswith("]"):
+        return False
+    dims = row.pattern[row.pattern.index("[") + 1:-1].split(",")
+    return (len(dims) == 2 and dims[0] in row.symbols and dims[1].isdigit()
+            and 1 <= int(dims[1]) <= MAX_INDEXED_RANK)
 
 
 def _constant_changes(signatures: list[GraphSignature]) -> list[dict]:

@@ -6,11 +6,11 @@ Python stack (outermost first, "file:line function", down to the line) and line 
   it still waits for that step; read less often or run the closure asynchronously;
 - a table indexed with a device scalar (``x[t]``, ``self.sigmas[i]``) reads the index: it is
   fixed at the call with a CPU index (or a gather on the device), not by reading less often, in a
-  library or not;
+  library or not (where the line holds no data-dependent op, whose read it would be);
 - any other read inside a third-party library (site-packages): a lookup, a data-dependent op, a
   check of its input; its code is not the user's, so it is fixed at the call: the library's option
   that turns the check off, the table it indexes kept on the CPU, a Python number passed;
-- a data-dependent op (``nonzero``, ``masked_select``, boolean masks) in the user's code needs the
+- a data-dependent op (``nonzero``, ``masked_select``, ``where(mask)``, boolean masks) in the user's code needs the
   values on the host to know its output's shape;
 - host-to-device copies where the input pipeline already prefetches (``MpDeviceLoader``), or of
   tensors made on the host inside the step, are constants and scalars, not a data-loader problem.
@@ -120,7 +120,8 @@ ADVICE_SMALL_TRANSFERS = (
     "Python scalars turned into tensors), not input batches: create them once on the device outside the "
     "loop, or keep them as device tensors between steps.")
 
-_DATA_DEPENDENT = re.compile(r"\b(nonzero|masked_select|unique|argwhere)\b|\[[^\]]*(==|!=|<|>)[^\]]*\]")
+_DATA_DEPENDENT = re.compile(r"\b(nonzero|masked_select|unique|argwhere)\b|\[[^\]]*(==|!=|<|>)[^\]]*\]"
+                             r"|\bwhere\((?:[^(),\[\]]|\([^()]*\)|\[[^\]]*\])*\)")  # where(mask): one argument
 _CLOSURE = re.compile(r"step_closure")
 _INDEXED = re.compile(r"[\w\)\]]\[\s*[A-Za-z_][\w.]*\s*\]")  # x[t], self.sigmas[self.i]: one named index
 _EXPLICIT_READ = re.compile(r"\.(item|tolist|numpy|cpu)\(|\b(float|int|bool|print)\(")
@@ -133,11 +134,12 @@ def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None) -> s
     if kind is FindingKind.TRANSFER_FROM_DEVICE:
         if any(_CLOSURE.search(frame) for frame in stack):
             return ADVICE_CLOSURE
-        if code and _INDEXED.search(code) and not _EXPLICIT_READ.search(code):
+        data_dependent = bool(code and _DATA_DEPENDENT.search(code))  # the read is that op's, not an index's
+        if code and _INDEXED.search(code) and not _EXPLICIT_READ.search(code) and not data_dependent:
             return ADVICE_DEVICE_INDEX
         if is_library_file(source.rpartition(" ")[0] or source):  # its code is not the user's to change
             return ADVICE_READ_IN_LIBRARY
-        if code and _DATA_DEPENDENT.search(code):
+        if data_dependent:
             return ADVICE_DATA_DEPENDENT
     if kind is FindingKind.TRANSFER_TO_DEVICE and (
             any(_PREFETCHING.search(frame) for frame in stack) or (code and _HOST_TENSOR.search(code))):
