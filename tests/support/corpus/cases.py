@@ -8,9 +8,10 @@ workload; ``Case.fixes`` adds the case's own (cause -> words). ``Case.without_re
 reads can be taken out with the rest unchanged, the arguments of that A/B arm (the truth's read
 cost is what the arm saves: ``tests.support.truth.runner``'s ``ab`` mode), or ``REPLAYED_READS``
 where the reads are a library's: the same steps, each read answered from a recording of the window
-(``tests.support.truth.read_replay``). ``Case.unfit``: words of advice that would not remove the case's
-cause (padding the inputs where the sizes are the device's data): the top finding's advice must hold none. ``Case.changed``: for a case whose shapes change,
-the values the recompile explanation must name (e.g. the latent width 16 and 24).
+(``tests.support.truth.read_replay``).
+``Case.unfit``: words of advice that would not remove the case's cause (padding the inputs where the
+sizes are the device's data): the top finding's advice must hold none. ``Case.changed``: for a case
+whose shapes change, the values the recompile explanation must name (e.g. the latent width 16 and 24).
 ``Case.slow_compiles``: compiles of about a minute a process, which the suite captures compiled
 without LLVM's optimizations (``tests.support.truth.corpus_run``). ``Case.bench_only``: a case that
 ``bench/bench_truth.py`` scores and the suite does not (``SUITE_CASES``), to keep the suite within

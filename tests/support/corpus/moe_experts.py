@@ -1,11 +1,11 @@
 """A mixture-of-experts language model: transformers' Mixtral (tiny config, random weights, 4 experts,
-2 per token) trained with AdamW and ``torch_xla.sync()`` on a new batch of a token stream each step. Its eager experts (transformers' default,
-``grouped_mm``, fails on XLA in ``torch.histc``; "eager" is what a user switches to) route tokens
-with data-dependent ops inside transformers: ``nonzero()`` for the experts hit, a test of each one,
-``torch.where`` for its tokens, so every layer reads from the device and each expert's token count is a
-new shape, a new graph, as the router changes. ``--batched``: the fixed arm, transformers' own
-``experts_implementation="batched_mm"`` (every token's experts gathered and batched: the same
-shapes every step, nothing read).
+2 per token) trained with AdamW and ``torch_xla.sync()`` on a new batch of a token stream each step.
+Its eager experts (transformers' default, ``grouped_mm``, fails on XLA in ``torch.histc``; "eager" is
+what a user switches to) route tokens with data-dependent ops inside transformers: ``nonzero()`` for
+the experts hit, a test of each one, ``torch.where`` for its tokens, so every layer reads from the
+device and each expert's token count is a new shape, a new graph, as the router changes.
+``--batched``: the fixed arm, transformers' own ``experts_implementation="batched_mm"`` (every
+token's experts gathered and batched: the same shapes every step, nothing read).
 """
 from __future__ import annotations
 

@@ -27,9 +27,9 @@ Contract:
 - ``kind`` says what differs, in this order of precedence: ``inputs`` (their number or ranks),
   ``dtype``, ``shape`` (dimension sizes: named by symbols, "input 3 (f32[B,256]): B = 8, 12, 16
   across 3 compiles", with buckets to pad to, but none where every input that changes is a list of
-  indices, [count, rank] of ints, as nonzero returns: counts of the device's data, which padding the
-  step's inputs does not fix, ``ADVICE_DATA_DEPENDENT_SIZES``; or, where no input changes, sizes made inside the
-  graph, ``inner_shapes``: "S = 20, 28, 36 ..., made by s64[S] by iota at train.py:90", listed
+  indices, [count, rank] of ints, as nonzero returns: counts of the device's data, which padding
+  the step's inputs does not fix, ``ADVICE_DATA_DEPENDENT_SIZES``; or, where no input changes,
+  sizes made inside the graph, ``inner_shapes``: "S = 20, 28, 36 ..., made by s64[S] by iota at train.py:90", listed
   in ``intermediates``), ``graph_size`` (same inputs and outputs, a
   different number of instructions: a loop's trip count, a branch on a Python value),
   ``computation`` (same size, other operations), ``constant`` (only scalar constants: torch_xla

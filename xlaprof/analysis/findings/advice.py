@@ -10,8 +10,8 @@ Python stack (outermost first, "file:line function", down to the line) and line 
 - any other read inside a third-party library (site-packages): a lookup, a data-dependent op, a
   check of its input; its code is not the user's, so it is fixed at the call: the library's option
   that turns the check off, the table it indexes kept on the CPU, a Python number passed;
-- a data-dependent op (``nonzero``, ``masked_select``, ``where(mask)``, boolean masks) in the user's code needs the
-  values on the host to know its output's shape;
+- a data-dependent op (``nonzero``, ``masked_select``, ``where(mask)``, boolean masks) in the
+  user's code needs the values on the host to know its output's shape;
 - host-to-device copies where the input pipeline already prefetches (``MpDeviceLoader``), or of
   tensors made on the host inside the step, are constants and scalars, not a data-loader problem.
 Otherwise the kind's general advice (``ADVICE``).
