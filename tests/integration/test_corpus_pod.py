@@ -6,6 +6,8 @@ other worker is not; the blocked finding is on the sleeping worker alone.
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from collectors.server import free_port
@@ -17,6 +19,7 @@ from xlaprof.session import Session
 
 pytestmark = pytest.mark.torch_xla
 
+WARM_S = 3.0  # about 60 steps of the sleeping worker
 LOADER_LINE = f"{gpt2_worker.__file__}:{source_line(gpt2_worker, '# LOADER')}"
 
 
@@ -31,6 +34,10 @@ def pod(tmp_path_factory) -> tuple[dict, str]:
                                       port=base, env=env, module="tests.support.workloads.gpt2_worker"))
         hosts = ",".join(f"localhost:{w.port}" for w in workers)
         sleeping_port = workers[1].port
+        # "ready" comes after 3 steps, and a worker can still compile a graph some steps later (seen:
+        # 1.1 s at the sync of the sleeping worker, started last, 0.3 s into the window, its main cause
+        # then compile): both run on before the capture, as the first one did while the second started.
+        time.sleep(WARM_S)
         result = run_cli("capture", "--host", hosts, "--duration", "3", "--logdir", str(tmp_path_factory.mktemp("pod")))
     finally:
         for w in workers:
