@@ -29,8 +29,8 @@ Contract:
   across 3 compiles", with buckets to pad to, but none where every input that changes is a list of
   indices, [count, rank] of ints, as nonzero returns: counts of the device's data, which padding
   the step's inputs does not fix, ``ADVICE_DATA_DEPENDENT_SIZES``; or, where no input changes,
-  sizes made inside the graph, ``inner_shapes``: "S = 20, 28, 36 ..., made by s64[S] by iota at train.py:90", listed
-  in ``intermediates``), ``graph_size`` (same inputs and outputs, a
+  sizes made inside the graph, ``inner_shapes``: "S = 20, 28, 36 ..., made by s64[S] by iota at
+  train.py:90", listed in ``intermediates``), ``graph_size`` (same inputs and outputs, a
   different number of instructions: a loop's trip count, a branch on a Python value),
   ``computation`` (same size, other operations), ``constant`` (only scalar constants: torch_xla
   bakes 0 and 1 in), ``none`` (the compiled programs are identical) and ``unknown`` (the
@@ -397,13 +397,12 @@ def _shape_summary(inputs: list[diff.SymbolicInput], sizes: dict[str, list[int]]
         parts.append(f"input {row.number} ({row.pattern}{made}): {values}")
     shown = parts[:3] + ([f"and {len(parts) - 3} more inputs"] if len(parts) > 3 else [])
     if all(_index_list(row) for row in inputs):  # no input of the user's to pad: nothing to bucket
-        return ChangeKind.SHAPE, "; ".join(shown) + f"{across}.", {
-            "inputs": [dict(number=r.number, pattern=r.pattern, source=r.source, symbols=list(r.symbols))
-                       for r in inputs],
-            "sizes": sizes, "buckets": {}, "advice": ADVICE_DATA_DEPENDENT_SIZES}
-    suggested, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], sizes)
-    if not any(r.source for r in inputs):
-        advice += " Run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates each input."
+        suggested, advice = {}, ADVICE_DATA_DEPENDENT_SIZES
+    else:
+        suggested, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], sizes)
+        if not any(r.source for r in inputs):
+            advice += (" Run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates "
+                       "each input.")
     return ChangeKind.SHAPE, "; ".join(shown) + f"{across}.", {
         "inputs": [dict(number=r.number, pattern=r.pattern, source=r.source, symbols=list(r.symbols)) for r in inputs],
         "sizes": sizes, "buckets": suggested, "advice": advice}
