@@ -3,9 +3,9 @@ averaged by a ``MeanMetric`` and whose accuracy by a ``MulticlassAccuracy``, bot
 before ``torch_xla.sync()``, as a training loop logs them. Both check their input on the host,
 inside torchmetrics, by default: ``MeanMetric``'s ``nan_strategy="warn"`` tests it for NaN (``if
 nans.any() or ...``: two reads), ``MulticlassAccuracy``'s ``validate_args=True`` counts the values
-of its predictions and labels (``torch.unique``: two reads; the line tracer counts 16 of each in 8 steps). Reads the user did not write, at the ``update`` calls they can
-change. ``--no-reads``: the A/B arm, ``nan_strategy="disable"`` and ``validate_args=False``: the same
-updates, nothing read.
+of its predictions and labels (``torch.unique``: two reads; the line tracer counts 16 of each in 8
+steps). Reads the user did not write, at the ``update`` calls they can change. ``--no-reads``: the
+A/B arm, ``nan_strategy="disable"`` and ``validate_args=False``: the same updates, nothing read.
 """
 from __future__ import annotations
 
