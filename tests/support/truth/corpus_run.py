@@ -6,7 +6,8 @@ the two records. The cases with an A/B arm without reads are captured in a proce
 host and device threads pinned to two cores (a read's cost is measured there); the others as a user
 runs them. The line tracer records counts only (reads, compiles and fallbacks by line), so its
 process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``: the same graphs and
-compiles, each compile about half as long); with ``fast_compile`` so does a process capturing the
+compiles, each compile about half as long) and keeps one sample per metric (``XLA_METRICS_SAMPLES``:
+the same counts, read in 10 us, not 264); with ``fast_compile`` so does a process capturing the
 cases whose compiles take a minute (``Case.slow_compiles``: their truth and their analysis come from
 that one process). The others keep the default flags: an A/B arm's truth depends on the device's
 speed, and a compile cut by half leaves the rest of the idle time twice its share, where the truth's
@@ -29,12 +30,17 @@ from tests.support.corpus.cases import ACCEPTED_FIXES, BY_NAME, ONE_OFF_COMPILE_
 from tests.support.truth.table import Score, Truth, score
 from tests.support.workloads.recompile_worker import FAST_COMPILE_XLA_FLAGS
 
+# The line tracer reads the counters at every traced line; a metric's samples (1024 kept by default, copied
+# into a list at each read) made that 264 us a read, half of the lines pass. It reads counts only.
+LINES_METRICS_SAMPLES = "1"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float, pinned: bool = False,
          fast_compile: bool = False) -> dict:
     env = dict(os.environ, PJRT_DEVICE="CPU", PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
+    if mode == "lines":
+        env["XLA_METRICS_SAMPLES"] = LINES_METRICS_SAMPLES
     if fast_compile:
         env["XLA_FLAGS"] = " ".join(filter(None, (os.environ.get("XLA_FLAGS"), FAST_COMPILE_XLA_FLAGS)))
     command = [sys.executable, "-m", "tests.support.truth.runner", "--mode", mode, "--cases", ",".join(names),
