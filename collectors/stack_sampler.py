@@ -4,7 +4,13 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
 - ``ensure_sampler()`` starts (once per process) the controller thread ``xlaprof-stacks``. Every
   ``POLL_S`` it checks whether a capture records (the metrics sampler's test); while one does
   and the rate is not 0, every Python thread but xlaprof's own (names starting "xlaprof"), up to
-  ``MAX_THREADS``, gets one emitter thread. Nothing else runs while no capture records.
+  ``MAX_THREADS``, gets one emitter thread. Nothing else runs while no capture records. While
+  emitters run, they look for new threads every ``POLL_S`` themselves, in their loop, which holds
+  the GIL then, and the controller checks only every ``SAMPLING_POLL_S`` and when an emitter ends
+  (an emitter that ends forgets itself):
+  a controller waking in a long C call that keeps the GIL (gc.collect()) often took the GIL
+  before the emitter as the call returned, and the emitter then read the thread's stack lines
+  later.
 - An emitter names its OS thread "py <thread name>" (so its TraceMe events form their own host
   line) and samples its thread's stack (frames only, never a tensor) about ``rate`` times a
   second, with a jittered sleep and a back-off while waking up is late. The sampling loop is C
@@ -50,6 +56,8 @@ except ImportError as _not_built:  # installed where no C compiler was: no stack
 DEFAULT_RATE_HZ = 1000
 MAX_RATE_HZ = 10_000  # beyond this the sleep between samples is below the OS timer's resolution
 POLL_S = 0.05  # how soon a capture's threads get their emitters
+SAMPLING_POLL_S = 1.0  # the controller's own check while emitters run (they look for new threads)
+READY_TIMEOUT_S = 1.0  # how long resume() waits for the emitters it starts to sample
 MAX_EVENT_S = 0.1  # an event is cut (closed and reopened) at this age: what a stopped capture may lose
 REFRESH_S = 0.02  # how often an emitter whose stack does not change checks its event's age and the recording
 MAX_THREADS = 32  # sampled threads per process
@@ -69,6 +77,7 @@ _rate_hz: float = DEFAULT_RATE_HZ
 _paused = False
 _emitters: dict[threading.Thread, _Emitter] = {}
 _saved_switch_interval: float | None = None
+_reconciled_at = 0.0  # time.monotonic() of the last _reconcile()
 _warned: set[str] = set()
 
 
@@ -130,6 +139,7 @@ class _Emitter(threading.Thread):
         self.target = target
         self.period_s = 1.0 / rate_hz
         self.running = True
+        self.ready = threading.Event()  # set as it begins sampling (or gives up)
 
     def run(self) -> None:
         target = self.target
@@ -148,11 +158,17 @@ class _Emitter(threading.Thread):
                               max(MAX_BACKOFF_S, self.period_s))
         except Exception as exc:  # a sampler must never take the worker down
             _warn_once("start", "xlaprof: the stack sampler cannot sample thread %r: %s", target.name, exc)
+            self.ready.set()
             return
+        self.ready.set()
         try:
             self._sample(profiler.TraceMe.is_enabled, watcher, writer)
         finally:
             writer.close()
+            with _lock:
+                if _emitters.get(target) is self:
+                    del _emitters[target]
+            _wake.set()  # the controller restores the switch interval after the last emitter
 
     def _sample(self, recording, watcher, writer: RunWriter) -> None:
         target, reader = self.target, StackReader()
@@ -169,6 +185,8 @@ class _Emitter(threading.Thread):
                 lag_us = max(0, time.monotonic_ns() - watcher.sampled_ns) / 1000
                 writer.sample(time.perf_counter(), stack, watcher.wanted_ns, lag_us)
             del frame
+            if time.monotonic() - _reconciled_at >= POLL_S:  # new threads: from here, which has the GIL now
+                _reconcile_safely()
 
 
 def _set_switch_interval(sampling: bool) -> None:
@@ -183,7 +201,8 @@ def _set_switch_interval(sampling: bool) -> None:
 
 def _reconcile() -> None:
     """Start an emitter for each thread that needs one while a capture records; forget ended ones."""
-    global _paused
+    global _paused, _reconciled_at
+    _reconciled_at = time.monotonic()
     recording = torch_xla_import.profiler().TraceMe.is_enabled(vocabulary.USER_SPAN_LEVEL)
     with _lock:
         for thread in [t for t, e in _emitters.items() if not e.is_alive()]:
@@ -208,14 +227,18 @@ def _reconcile() -> None:
             emitter.start()
 
 
+def _reconcile_safely() -> None:
+    try:
+        _reconcile()
+    except Exception as exc:  # a sampler must never take the worker down
+        _warn_once("controller", "xlaprof: the stack sampler failed: %s", exc)
+
+
 def _run() -> None:
     while True:
-        _wake.wait(POLL_S)
+        _wake.wait(SAMPLING_POLL_S if _emitters else POLL_S)
         _wake.clear()
-        try:
-            _reconcile()
-        except Exception as exc:  # a sampler must never take the worker down
-            _warn_once("controller", "xlaprof: the stack sampler failed: %s", exc)
+        _reconcile_safely()
 
 
 def ensure_sampler() -> None:
@@ -241,8 +264,16 @@ def flush(timeout_s: float = 1.0) -> None:
 
 
 def resume() -> None:
-    """Sample again, starting the emitters now if a capture records."""
+    """Sample again, starting the emitters now if a capture records; returns once they sample (within
+    ``READY_TIMEOUT_S``), so the caller's next line is sampled, not the emitters' start-up, which
+    needs the GIL its thread may keep (a ``gc.collect()`` first thing in the window)."""
     global _paused
     with _lock:
         _paused = False
     _reconcile()
+    _wake.set()  # the controller checks now, then sleeps while the emitters run (SAMPLING_POLL_S)
+    with _lock:
+        emitters = list(_emitters.values())
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    for emitter in emitters:
+        emitter.ready.wait(max(0.0, deadline - time.monotonic()))

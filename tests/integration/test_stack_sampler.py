@@ -210,6 +210,43 @@ def test_a_call_that_keeps_the_gil_is_the_host_running_python_at_its_line(tmp_pa
         assert named > 0.15 * 1e6, (comment, [(f["kind"], f["stack"], f["lost_us"]) for f in report["findings"]])
 
 
+OWN_THREADS_SCRIPT = textwrap.dedent('''
+    import json, sys, threading, time, torch, torch_xla, xlaprof
+    from collectors import stack_sampler
+    callers = []
+    reconcile = stack_sampler._reconcile
+
+    def spy():
+        callers.append(threading.current_thread().name)
+        reconcile()
+
+    stack_sampler._reconcile = spy
+    (torch.ones(8, device=torch_xla.device()) * 2).sum().item()
+    with xlaprof.profile(sys.argv[1]) as run:
+        ready = [emitter.ready.is_set() for emitter in list(stack_sampler._emitters.values())]
+        first = len(callers)
+        time.sleep(0.2)
+        late = threading.Thread(target=time.sleep, args=(0.5,), name="late")
+        late.start()
+        time.sleep(0.3)
+        during = callers[first:]
+        threads = sorted(t.name for t in threading.enumerate() if t.name.startswith("xlaprof"))
+    print(json.dumps({"path": run.path, "ready": ready, "during": during, "threads": threads}))
+''')
+
+
+def test_xlaprofs_own_threads_keep_off_the_gil_while_emitters_sample(tmp_path):
+    """While a capture records, the controller thread wakes at most once (the emitters look for new
+    threads from their own loop, which has the GIL already: a thread started mid-capture is found),
+    and the capture's start returns once its emitters sample."""
+    result = _script_process(tmp_path, "own.py", OWN_THREADS_SCRIPT)
+    run = json.loads(result.stdout.strip().splitlines()[-1])
+    assert run["ready"] == [True]
+    assert run["during"].count("xlaprof-stacks") <= 1, run["during"]
+    assert "xlaprof-stack MainThread" in run["during"], run["during"]
+    assert "xlaprof-stack late" in run["threads"], run["threads"]
+
+
 IDLE_SCRIPT = textwrap.dedent('''
     import json, logging, sys, threading, time, torch, torch_xla, xlaprof
     from collectors import stack_runs
