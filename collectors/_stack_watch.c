@@ -92,11 +92,17 @@ static int last_instruction(PyFrameObject *frame) {
 #endif
 }
 
+/* A thread state that a thread is starting carries its starter's ident until the new thread runs (it
+ * is listed first, without a frame): a thread state of `ident` without a frame is skipped, so the
+ * thread starting another is not taken for one that ended. */
 static PyFrameObject *innermost_frame(unsigned long ident) { /* new reference, or NULL */
     PyInterpreterState *interpreter = PyThreadState_GetInterpreter(PyThreadState_Get());
     for (PyThreadState *t = PyInterpreterState_ThreadHead(interpreter); t != NULL; t = PyThreadState_Next(t)) {
         if (t->thread_id == ident) {
-            return PyThreadState_GetFrame(t);
+            PyFrameObject *frame = PyThreadState_GetFrame(t);
+            if (frame != NULL) {
+                return frame;
+            }
         }
     }
     return NULL;

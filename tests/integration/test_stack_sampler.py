@@ -224,27 +224,35 @@ OWN_THREADS_SCRIPT = textwrap.dedent('''
     (torch.ones(8, device=torch_xla.device()) * 2).sum().item()
     with xlaprof.profile(sys.argv[1]) as run:
         ready = [emitter.ready.is_set() for emitter in list(stack_sampler._emitters.values())]
+        main_emitter = stack_sampler._emitters[threading.main_thread()]
         first = len(callers)
         time.sleep(0.2)
         late = threading.Thread(target=time.sleep, args=(0.5,), name="late")
         late.start()
+        for _ in range(10):  # a thread being started is listed with its starter's ident until it runs
+            brief = threading.Thread(target=int)
+            brief.start()
+            brief.join()
         time.sleep(0.3)
         during = callers[first:]
         threads = sorted(t.name for t in threading.enumerate() if t.name.startswith("xlaprof"))
-    print(json.dumps({"path": run.path, "ready": ready, "during": during, "threads": threads}))
+        kept = stack_sampler._emitters.get(threading.main_thread()) is main_emitter
+    print(json.dumps({"path": run.path, "ready": ready, "during": during, "threads": threads, "kept": kept}))
 ''')
 
 
 def test_xlaprofs_own_threads_keep_off_the_gil_while_emitters_sample(tmp_path):
     """While a capture records, the controller thread wakes at most once (the emitters look for new
     threads from their own loop, which has the GIL already: a thread started mid-capture is found),
-    and the capture's start returns once its emitters sample."""
+    the capture's start returns once its emitters sample, and the main thread's emitter lasts
+    through threads it starts (it took the starting thread for an ended one, in 1 run of 3)."""
     result = _script_process(tmp_path, "own.py", OWN_THREADS_SCRIPT)
     run = json.loads(result.stdout.strip().splitlines()[-1])
     assert run["ready"] == [True]
     assert run["during"].count("xlaprof-stacks") <= 1, run["during"]
     assert "xlaprof-stack MainThread" in run["during"], run["during"]
     assert "xlaprof-stack late" in run["threads"], run["threads"]
+    assert run["kept"]
 
 
 IDLE_SCRIPT = textwrap.dedent('''
