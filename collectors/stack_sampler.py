@@ -7,10 +7,9 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   ``MAX_THREADS``, gets one emitter thread. Nothing else runs while no capture records. While
   emitters run, they look for new threads every ``POLL_S`` themselves, in their loop, which holds
   the GIL then, and the controller checks only every ``SAMPLING_POLL_S`` and when an emitter ends
-  (an emitter that ends forgets itself):
-  a controller waking in a long C call that keeps the GIL (gc.collect()) often took the GIL
-  before the emitter as the call returned, and the emitter then read the thread's stack lines
-  later.
+  (an emitter that ends forgets itself): a controller waking in a long C call that keeps the GIL
+  (gc.collect()) often took the GIL before the emitter as the call returned, and the emitter then
+  read the thread's stack lines later.
 - An emitter names its OS thread "py <thread name>" (so its TraceMe events form their own host
   line) and samples its thread's stack (frames only, never a tensor) about ``rate`` times a
   second, with a jittered sleep and a back-off while waking up is late. The sampling loop is C
@@ -30,7 +29,7 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
 - ``set_rate(hz)`` sets the sampling rate of the coming captures (``check_rate`` validates it);
   ``flush()`` closes every open event and pauses sampling until the next ``resume()`` or the
   end of the recording, so a capture stopped right after loses nothing (``xlaprof.profile``);
-  ``resume()`` starts the emitters at once when a capture records.
+  ``resume()`` starts the emitters at once when a capture records, and returns once they sample.
 - While emitters run, the interpreter's switch interval is ``SWITCH_INTERVAL_S`` (so an emitter
   gets the GIL promptly from a thread running Python), restored when they end.
 """
