@@ -33,6 +33,22 @@ setup_compiler() {  # for the stack sampler's C loop and the capture decoder (se
   apt_install gcc
 }
 
+# torch + torch_xla unpacked (about 7 GB) and pip's temporary files; overridable, e.g. with a warm
+# pip cache elsewhere
+NEED_FREE_GB=${XLAPROF_SETUP_NEED_FREE_GB:-10}
+
+free_gb() { df -Pk "$1" | awk 'NR == 2 { print int($4 / 1048576) }'; }
+
+check_disk() {  # a full disk fails pip midway with a long trace: say it up front, in one line
+  local dir
+  for dir in . "${TMPDIR:-/tmp}"; do
+    if (( $(free_gb "$dir") < NEED_FREE_GB )); then
+      log "the install needs about $NEED_FREE_GB GB free; $(cd "$dir" && pwd) has $(free_gb "$dir") GB: free some space and run again"
+      exit 2
+    fi
+  done
+}
+
 setup_venv() {  # $1: the extras to install, demo or all (all includes demo)
   local extras=$1
   setup_compiler
@@ -49,6 +65,7 @@ setup_venv() {  # $1: the extras to install, demo or all (all includes demo)
     log "$VENV is up to date"
     return
   fi
+  check_disk
   log "installing xlaprof[$extras] into $VENV (first time: torch + torch_xla, a few GB, a few minutes)"
   "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip 1>&2
   "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[$extras]" 1>&2

@@ -5,6 +5,8 @@ holds a stand-in Python that records what it was asked to run (installing torch 
 and minutes: the real install is what ``./run.sh setup`` does on every fresh machine)."""
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -40,10 +42,10 @@ def sandbox(tmp_path) -> Path:
     return tmp_path
 
 
-def run_sh(sandbox: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+def run_sh(sandbox: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, list[str]]:
     """Run the sandbox's run.sh; its result and the calls it made (then forgotten)."""
     result = subprocess.run(["bash", str(sandbox / "run.sh"), *args], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=60, env={**os.environ, **(env or {})})
     log = sandbox / ".venv" / "calls.log"
     calls = log.read_text().splitlines() if log.exists() else []
     log.unlink(missing_ok=True)
@@ -76,3 +78,12 @@ def test_demo_installs_the_demo_extras_and_test_all_of_them_each_once(sandbox):
     result, calls = run_sh(sandbox, "demo")
     assert installs(calls) == [".[demo]"]  # a changed set-up file installs again
 
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
+def test_a_disk_too_full_for_the_install_is_one_line_before_pip_runs(sandbox):
+    need_gb = shutil.disk_usage(sandbox).free // 2**30 + 1000
+    result, calls = run_sh(sandbox, "setup", env={"XLAPROF_SETUP_NEED_FREE_GB": str(need_gb)})
+    assert result.returncode == 2 and installs(calls) == [] and not any("pip" in c for c in calls)
+    [line] = result.stderr.strip().splitlines()
+    assert re.fullmatch(rf"\[run\.sh\] the install needs about {need_gb} GB free; {re.escape(str(sandbox))} "
+                        r"has \d+ GB: free some space and run again", line), line
