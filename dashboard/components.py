@@ -264,7 +264,9 @@ def stragglers_list(stragglers: list[Straggler]) -> html.Div:
                       className="muted", id="stragglers")
     return html.Ul([html.Li([html.B(s.worker), f" is a straggler: its median step takes "
                              f"{format_duration(s.median_step_us)}, {format_duration(s.slower_by_us)} more than the "
-                             f"typical worker; its main idle cause in steps is ", html.Code(s.main_cause),
+                             f"typical worker, mostly from ", html.Code(s.excess_cause),
+                             f" ({format_duration(s.excess_cause_us_per_step)} more per step than the median "
+                             f"worker); its main idle cause in steps is ", html.Code(s.main_cause),
                              f" ({format_duration(s.main_cause_us_per_step)} of device time per step)."])
                     for s in stragglers],
                    id="stragglers")

@@ -57,7 +57,9 @@ def test_steps_are_found_without_spans_on_every_worker(pod):
 def test_the_sleeping_worker_is_the_straggler_and_blocked_is_why(pod):
     report, sleeper = pod
     (straggler,) = report["stragglers"]
-    assert straggler["worker"] == sleeper and straggler["main_cause"] == "host_blocked"
+    # Why it is slower, not what dominates its steps: on a loaded host every worker's Python waits for a
+    # core, and host_tracing can dominate the sleeper's steps too (5 of 5 runs beside a busy process).
+    assert straggler["worker"] == sleeper and straggler["excess_cause"] == "host_blocked"
     # Steps n of two unsynchronised workers are compared: on a loaded host the other worker's step n
     # can stall past the sleep (a real slower step, not a misreading), but only now and then.
     slowest, steps = report["slowest_in_steps"], len(report["step_alignment"])

@@ -60,7 +60,9 @@ CONTRACT_KEYS = frozenset(
     + [f"idle_by_line[].{k}" for k in ("source", "code", "cause", "idle_us", "pieces", "stack", "called_from",
                                        "spans")]
     # Added in 2.2: one finding per cause and line, its spans as the breakdown.
-    + ["findings[].spans", "findings[].workers"] + [f"findings[].spans[].{k}" for k in ("span", "lost_us")])
+    + ["findings[].spans", "findings[].workers"] + [f"findings[].spans[].{k}" for k in ("span", "lost_us")]
+    # Added in 2.3: why a straggler is slower, the idle cause it has the most more of than the median worker.
+    + [f"stragglers[].{k}" for k in ("excess_cause", "excess_cause_us_per_step")])
 
 
 def key_paths(value, prefix: str = "") -> set[str]:

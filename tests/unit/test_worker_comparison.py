@@ -6,6 +6,7 @@ import pytest
 
 from tests.support.synthetic import training_capture, write_session
 from xlaprof.analysis import analyze
+from xlaprof.analysis.pipeline.worker_comparison import cause_above_median
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
 
@@ -21,7 +22,8 @@ def report(tmp_path_factory) -> dict:
 
 def test_the_recompiling_worker_is_the_only_straggler_and_compile_is_why(report):
     (straggler,) = report["stragglers"]
-    assert straggler["worker"] == "host-b:9012" and straggler["main_cause"] == "compile"
+    assert straggler["worker"] == "host-b:9012" and straggler["main_cause"] == straggler["excess_cause"] == "compile"
+    assert straggler["excess_cause_us_per_step"] > 0
     typical = sorted(p["median_step_us"] for p in report["per_worker"].values())[1]
     assert straggler["slower_by_us"] == pytest.approx(straggler["median_step_us"] - typical)
 
@@ -63,3 +65,14 @@ def test_every_finding_says_which_workers_it_is_on(tmp_path):
     assert reads and all(f["workers"] == ["host-a:9012"] and "on host-a:9012" in f["detail"] for f in reads)
     tracing = [f for f in report["findings"] if f["kind"] == "host_tracing"]
     assert tracing and all("on all 2 workers" in f["detail"] for f in tracing)
+
+
+def test_why_a_straggler_is_slower_is_the_cause_it_has_more_of_not_the_one_every_worker_has_most_of():
+    """A loaded host (figures of a real pod beside a busy process): every worker's Python waits for a
+    core, so host_tracing dominates each one's steps; the straggler's excess is its loader's sleep."""
+    per_step = {"a:1": {"host_tracing": 16.4e3, "host_blocked": 0.0, "compile": 0.0},
+                "b:1": {"host_tracing": 17.0e3, "host_blocked": 0.1e3, "compile": 0.0},
+                "c:1": {"host_tracing": 38.2e3, "host_blocked": 24.5e3, "compile": 0.0}}
+    assert cause_above_median(per_step, "c:1") == ("host_blocked", pytest.approx(24.4e3))
+    assert max(per_step["c:1"], key=per_step["c:1"].get) == "host_tracing"
+    assert cause_above_median(per_step, "b:1")[1] == 0  # the median worker has no excess

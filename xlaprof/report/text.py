@@ -23,6 +23,7 @@ from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.device.device_profile import NO_SOURCE
 from xlaprof.analysis.host.frames import short_location
 from xlaprof.analysis.host.span_index import NO_SPAN
+from xlaprof.analysis.pipeline.worker_comparison import cause_above_median
 from xlaprof.framework_files import is_framework_file
 from xlaprof.report.causes import cause_row, finding_cost
 from xlaprof.report.json_report import analysis_json
@@ -131,9 +132,9 @@ def _pod_lines(data: dict) -> list[str]:
         worker, n = next(iter(slowest.items()))
         per_step = {label: {c: us / max(row["steps"], 1) for c, us in row["idle_by_cause_us"].items()}
                     for label, row in per_worker.items()}
-        median = {c: float(np.median([p[c] for p in per_step.values()])) for c in per_step[worker]}
-        cause = max(median, key=lambda c: per_step[worker][c] - median[c])
-        ratio = per_step[worker][cause] / median[cause] if median[cause] > 0 else float("inf")
+        cause, excess = cause_above_median(per_step, worker)
+        median = per_step[worker][cause] - excess
+        ratio = per_step[worker][cause] / median if median > 0 else float("inf")
         times = f"{ratio:.1f}x" if np.isfinite(ratio) else f"{_t(per_step[worker][cause])} per step vs none in"
         out.append(textwrap.fill(
             f"{worker} is the slowest worker in {n / sum(slowest.values()):.0%} of steps: "
@@ -144,7 +145,8 @@ def _pod_lines(data: dict) -> list[str]:
                 if typical > 0 and abs(row["median_step_us"] / typical - 1) > OUTLIER_SHARE]
     for s in data["stragglers"]:
         out.append(f"  straggler: {s['worker']} median step {_t(s['median_step_us'])}, "
-                   f"{_t(s['slower_by_us'])} slower; mostly {s['main_cause']}\n")
+                   f"{_t(s['slower_by_us'])} slower; {_t(s['excess_cause_us_per_step'])} more "
+                   f"{s['excess_cause'].replace('_', ' ')} per step than the median worker\n")
     for label, row in outliers:
         if all(s["worker"] != label for s in data["stragglers"]):
             out.append(f"  outlier: {label} median step {_t(row['median_step_us'])} (typical {_t(typical)})\n")

@@ -9,8 +9,13 @@ Contract: ``compare_workers(workers)`` returns a ``WorkerComparison``:
   by more than ``TIE_SHARE`` of the step (most steps first; a step the slowest workers tie in counts
   for none: identical workers have no slowest);
 - ``stragglers``: the workers whose median step is more than ``STRAGGLER_RATIO`` times the
-  median of all workers' medians, slowest first, each with how much slower and the idle cause
-  that dominates its steps (why it is slow). Empty with fewer than two workers with steps.
+  median of all workers' medians, slowest first, each with how much slower, the idle cause that
+  dominates its steps (``main_cause``), and why it is slower: the idle cause it has the most more
+  of per step than the median worker (``excess_cause``, by ``excess_cause_us_per_step``; on a loaded
+  host every worker's dominant cause can be its Python, while a straggler's excess is its sleep).
+  Empty with fewer than two workers with steps.
+``cause_above_median(idle_per_step, worker)``: that cause and its excess, from each worker's idle
+per step by cause (the text report's pod lines use it too).
 ``common_step_rows(workers)``: the step numbers every one of ``workers`` (with steps) ran, sorted,
 and per worker the row of each in its ``StepTable`` (the views' grid of workers x steps).
 Times in microseconds; workers are named by their label (``host:port``). ``workers`` are the
@@ -53,6 +58,8 @@ class Straggler:
     slower_by_us: float  # than the typical worker's median step
     main_cause: str  # the idle cause that dominates its steps
     main_cause_us_per_step: float
+    excess_cause: str  # why it is slower: the idle cause it has the most more of than the median worker
+    excess_cause_us_per_step: float  # its idle of that cause per step minus the median worker's
 
 
 @dataclass
@@ -73,6 +80,14 @@ def compare_workers(workers: list[WorkerSummary]) -> WorkerComparison:
             len(w.steps), float(np.median(w.steps.wall_us)), float(w.steps.busy_us.sum()),
             {c.value: float(idle[k]) for k, c in enumerate(CAUSES)})
     return WorkerComparison(_align(stepped), per_worker, _stragglers(stepped, per_worker), _slowest(stepped))
+
+
+def cause_above_median(idle_per_step: dict[str, dict[str, float]], worker: str) -> tuple[str, float]:
+    """The idle cause ``worker`` has the most more of per step than the median worker, and how much
+    more (us per step); ``idle_per_step``: worker -> cause -> idle us per step, every worker."""
+    median = {c: float(np.median([p[c] for p in idle_per_step.values()])) for c in idle_per_step[worker]}
+    cause = max(median, key=lambda c: idle_per_step[worker][c] - median[c])
+    return cause, idle_per_step[worker][cause] - median[cause]
 
 
 def common_step_rows(workers: list[WorkerSummary]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -125,12 +140,16 @@ def _stragglers(workers: list[WorkerSummary], per_worker: dict[str, WorkerSteps]
     if len(workers) < 2:
         return []
     typical = float(np.median([p.median_step_us for p in per_worker.values()]))
+    per_step = {label: {c: us / max(p.steps, 1) for c, us in p.idle_by_cause_us.items()}
+                for label, p in per_worker.items()}
     found = []
     for w in workers:
-        mine = per_worker[w.worker.label]
+        label = w.worker.label
+        mine = per_worker[label]
         if typical <= 0 or mine.median_step_us <= STRAGGLER_RATIO * typical:
             continue
-        cause, cause_us = max(mine.idle_by_cause_us.items(), key=lambda kv: kv[1])
-        found.append(Straggler(w.worker.label, mine.median_step_us, mine.median_step_us - typical, cause,
-                               cause_us / max(mine.steps, 1)))
+        cause = max(per_step[label], key=per_step[label].get)
+        excess_cause, excess_us = cause_above_median(per_step, label)
+        found.append(Straggler(label, mine.median_step_us, mine.median_step_us - typical, cause,
+                               per_step[label][cause], excess_cause, excess_us))
     return sorted(found, key=lambda s: -s.slower_by_us)
