@@ -1,6 +1,6 @@
 """The truth score over the corpus: xlaprof's analysis against an oracle it did not compute.
 
-    .venv/bin/python bench/bench_truth.py [--cases a,b] [--workdir DIR] [--reuse]
+    .venv/bin/python bench/bench_truth.py [--cases a,b] [--workdir DIR] [--reuse] [--pods N]
 
 Runs every corpus case (``tests/support/corpus``) twice (``tests.support.truth.runner``: once captured
 with torch_xla's per-step counters beside it, once under a line tracer), analyses each capture and
@@ -8,6 +8,10 @@ prints, per case: each cause's share of idle (xlaprof vs truth, and the differen
 and compiles at their triggering line (share of the truth's, and the counts), findings misplaced at a
 ``def``/``class``/decorator line or in xlaprof's own code, whether the recompile explanation names the values
 that changed, and whether the advice fits. ``--reuse`` scores the records already in ``--workdir``.
+Then the pod (``tests/support/truth/pod_run.py``), captured ``--pods`` times on a quiet host and as
+many beside a process spinning on a CPU: per capture the stragglers, why the first is slower
+(``excess_cause``) and what dominates its steps (``main_cause``), the workers of the blocked finding
+at the loader's sleep, and whether all of it is the truth (the sleeper alone, blocked, on it alone).
 """
 from __future__ import annotations
 
@@ -20,6 +24,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tests.support.corpus.cases import CASES  # noqa: E402
 from tests.support.truth.corpus_run import load_records, record_corpus, score_corpus  # noqa: E402
+from tests.support.truth.pod_run import capture_sleeping_pod, score_pod  # noqa: E402
+from xlaprof.analysis import analyze  # noqa: E402
+from xlaprof.report import analysis_json  # noqa: E402
+from xlaprof.session import Session  # noqa: E402
 
 SHORT = {"compile": "comp", "transfer_from_device": "read", "host_tracing": "trace", "host_blocked": "block"}
 
@@ -29,6 +37,7 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(c.name for c in CASES))
     parser.add_argument("--workdir")
     parser.add_argument("--reuse", action="store_true", help="score the records already in --workdir")
+    parser.add_argument("--pods", type=int, default=2, help="pod captures per load (quiet, busy); 0: none")
     opts = parser.parse_args()
     workdir = opts.workdir or tempfile.mkdtemp(prefix="xlaprof-truth-")
     os.makedirs(workdir, exist_ok=True)
@@ -55,6 +64,27 @@ def main() -> None:
         for line in r.score.misplaced:
             print(f"  {name}: misplaced {line}")
     print(f"records in {workdir}")
+    print_pods(opts.pods, os.path.join(workdir, "pods"))
+
+
+def print_pods(runs: int, logdir: str) -> None:
+    if runs <= 0:
+        return
+    print(f"\n{'pod':<6} {'run':>3} {'stragglers':>10} {'excess':>14} {'main':>14} {'blocked on':>10} {'right':>5}")
+    for busy in (False, True):
+        right = 0
+        for run in range(runs):
+            pod = capture_sleeping_pod(logdir, busy=busy)
+            score = score_pod(analysis_json(analyze(Session.load(pod.session))), pod.sleeper)
+            right += score.right(pod.sleeper)
+            print(f"{'busy' if busy else 'quiet':<6} {run:>3} {_who(score.stragglers, pod.sleeper):>10}"
+                  f" {score.excess_cause!s:>14} {score.main_cause!s:>14}"
+                  f" {_who(score.blocked_workers or [], pod.sleeper):>10} {'yes' if score.right(pod.sleeper) else 'NO':>5}")
+        print(f"{'busy' if busy else 'quiet'}: {right}/{runs} right")
+
+
+def _who(labels: list[str], sleeper: str) -> str:
+    return ",".join("sleeper" if label == sleeper else "other" for label in labels) or "-"
 
 
 if __name__ == "__main__":
