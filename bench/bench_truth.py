@@ -76,10 +76,11 @@ def print_pods(runs: int, logdir: str) -> None:
         for run in range(runs):
             pod = capture_sleeping_pod(logdir, busy=busy)
             score = score_pod(analysis_json(analyze(Session.load(pod.session))), pod.sleeper)
-            right += score.right(pod.sleeper)
+            is_right = score.right(pod.sleeper)
+            right += is_right
             print(f"{'busy' if busy else 'quiet':<6} {run:>3} {_who(score.stragglers, pod.sleeper):>10}"
                   f" {score.excess_cause!s:>14} {score.main_cause!s:>14}"
-                  f" {_who(score.blocked_workers or [], pod.sleeper):>10} {'yes' if score.right(pod.sleeper) else 'NO':>5}")
+                  f" {_who(score.blocked_workers or [], pod.sleeper):>10} {'yes' if is_right else 'NO':>5}")
         print(f"{'busy' if busy else 'quiet'}: {right}/{runs} right")
 
 
