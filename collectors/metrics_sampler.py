@@ -7,6 +7,11 @@ right away and then every ``INTERVAL_S``, carrying as stats every torch_xla coun
 the worker's facts (torch_xla version, PT_XLA_DEBUG_FILE, pid, ordinal). The analysis reads the
 first and last snapshots of a capture (``xlaprof.worker_metrics``), so a capture's manifest can
 say what happened in its window. Reading counters touches host memory only: no device sync.
+- While the stack sampler's emitters run (``emitters_take_snapshots(True)``), they take the periodic
+  snapshots from their own loop (``emit_if_due()``), which holds the GIL already, and this module's
+  thread sleeps until they end: waking for the GIL during a long C call that keeps it (gc.collect()),
+  it took the GIL first as the call returned, and the sampled thread ran on before its emitter read
+  its stack, so the call's time was named at a later line.
 """
 from __future__ import annotations
 
@@ -27,6 +32,9 @@ _UNSAFE_KEY = re.compile(r"[#,=]")
 _lock = threading.Lock()
 _sampler: threading.Thread | None = None
 _ordinal: int | None = None
+_due_at = 0.0  # time.monotonic() at which the next periodic snapshot is due
+_own_thread_may_wake = threading.Event()  # clear while the emitters take the snapshots
+_own_thread_may_wake.set()
 log = logging.getLogger("xlaprof")
 
 
@@ -53,21 +61,44 @@ def snapshot() -> dict[str, object]:
 
 
 def emit() -> None:
+    global _due_at
+    _due_at = time.monotonic() + INTERVAL_S
     profiler = torch_xla_import.profiler()
     profiler.TraceMe(vocabulary.METRICS_EVENT, **snapshot()).__exit__(None, None, None)
+
+
+def emit_if_due() -> None:
+    """The periodic snapshot, where one is due and ``ensure_sampler()`` was called; never raises (a
+    sampler must never take the worker down)."""
+    global _due_at
+    with _lock:
+        now = time.monotonic()
+        if _sampler is None or now < _due_at:
+            return
+        _due_at = now + INTERVAL_S
+    try:
+        emit()
+    except Exception as exc:
+        log.warning("metrics snapshot failed: %s", exc)
+
+
+def emitters_take_snapshots(taking: bool) -> None:
+    """Whether the stack sampler's emitters take the periodic snapshots (and this module's thread sleeps)."""
+    if taking:
+        _own_thread_may_wake.clear()
+    else:
+        _own_thread_may_wake.set()
 
 
 def _run() -> None:
     profiler = torch_xla_import.profiler()
     recording = False
     while True:
+        _own_thread_may_wake.wait()
         time.sleep(INTERVAL_S if recording else POLL_S)
         recording = profiler.TraceMe.is_enabled(vocabulary.USER_SPAN_LEVEL)
-        if recording:
-            try:
-                emit()
-            except Exception as exc:  # a sampler must never take the worker down
-                log.warning("metrics snapshot failed: %s", exc)
+        if recording and _own_thread_may_wake.is_set():
+            emit_if_due()
 
 
 def ensure_sampler(ordinal: int | None = None) -> None:

@@ -31,7 +31,9 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   end of the recording, so a capture stopped right after loses nothing (``xlaprof.profile``);
   ``resume()`` starts the emitters at once when a capture records, and returns once they sample.
 - While emitters run, the interpreter's switch interval is ``SWITCH_INTERVAL_S`` (so an emitter
-  gets the GIL promptly from a thread running Python), restored when they end.
+  gets the GIL promptly from a thread running Python), restored when they end; and they take the
+  metric snapshots (``metrics_sampler.emit_if_due``) while the metrics thread sleeps, so that no
+  thread of xlaprof's wakes for the GIL while they sample.
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ import sys
 import threading
 import time
 
-from collectors import torch_xla_import
+from collectors import metrics_sampler, torch_xla_import
 from collectors.stack_runs import RunWriter, StackReader, safe_text
 from xlaprof.errors import XlaprofError
 from xlaprof.xspace import vocabulary
@@ -186,6 +188,7 @@ class _Emitter(threading.Thread):
             del frame
             if time.monotonic() - _reconciled_at >= POLL_S:  # new threads: from here, which has the GIL now
                 _reconcile_safely()
+            metrics_sampler.emit_if_due()  # likewise: the metrics thread sleeps while emitters run
 
 
 def _set_switch_interval(sampling: bool) -> None:
@@ -214,6 +217,7 @@ def _reconcile() -> None:
                                 "built (%s); reinstall xlaprof where a C compiler is available", _WATCHER_MISSING)
             sampling = False
         _set_switch_interval(sampling or bool(_emitters))
+        metrics_sampler.emitters_take_snapshots(sampling or bool(_emitters))
         if not sampling:
             return
         for thread in threading.enumerate():

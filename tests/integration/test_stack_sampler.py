@@ -212,7 +212,7 @@ def test_a_call_that_keeps_the_gil_is_the_host_running_python_at_its_line(tmp_pa
 
 OWN_THREADS_SCRIPT = textwrap.dedent('''
     import json, sys, threading, time, torch, torch_xla, xlaprof
-    from collectors import stack_sampler
+    from collectors import metrics_sampler, stack_sampler
     callers = []
     reconcile = stack_sampler._reconcile
 
@@ -237,14 +237,18 @@ OWN_THREADS_SCRIPT = textwrap.dedent('''
         during = callers[first:]
         threads = sorted(t.name for t in threading.enumerate() if t.name.startswith("xlaprof"))
         kept = stack_sampler._emitters.get(threading.main_thread()) is main_emitter
-    print(json.dumps({"path": run.path, "ready": ready, "during": during, "threads": threads, "kept": kept}))
+    metrics_line = stack_sampler.host_line_id(metrics_sampler._sampler.ident)
+    print(json.dumps({"path": run.path, "ready": ready, "during": during, "threads": threads, "kept": kept,
+                      "metrics_line": metrics_line}))
 ''')
 
 
 def test_xlaprofs_own_threads_keep_off_the_gil_while_emitters_sample(tmp_path):
     """While a capture records, the controller thread wakes at most once (the emitters look for new
     threads from their own loop, which has the GIL already: a thread started mid-capture is found),
-    the capture's start returns once its emitters sample, and the main thread's emitter lasts
+    the metrics thread not at all (the emitters take the periodic snapshots: waking in a long C call
+    that kept the GIL, it took the GIL first as the call returned, and the call was named at a later
+    line), the capture's start returns once its emitters sample, and the main thread's emitter lasts
     through threads it starts (it took the starting thread for an ended one, in 1 run of 3)."""
     result = _script_process(tmp_path, "own.py", OWN_THREADS_SCRIPT)
     run = json.loads(result.stdout.strip().splitlines()[-1])
@@ -253,6 +257,12 @@ def test_xlaprofs_own_threads_keep_off_the_gil_while_emitters_sample(tmp_path):
     assert "xlaprof-stack MainThread" in run["during"], run["during"]
     assert "xlaprof-stack late" in run["threads"], run["threads"]
     assert run["kept"]
+    plane = Session.load(run["path"]).workers[0].space.plane(vocabulary.HOST_PLANE)
+    snapshot_lines = collections.Counter(plane.lines[plane.events.line[r]] for r in
+                                         plane.rows_named({vocabulary.METRICS_EVENT}))
+    by_emitter = sum(n for line, n in snapshot_lines.items() if line.name == "py MainThread")
+    assert by_emitter >= 1, snapshot_lines  # a 0.5 s capture, a snapshot every 0.25 s
+    assert not any(line.id == run["metrics_line"] for line in snapshot_lines), snapshot_lines
 
 
 IDLE_SCRIPT = textwrap.dedent('''
