@@ -6,10 +6,11 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   and the rate is not 0, every Python thread but xlaprof's own (names starting "xlaprof"), up to
   ``MAX_THREADS``, gets one emitter thread. Nothing else runs while no capture records. While
   emitters run, they look for new threads every ``POLL_S`` themselves, in their loop, which holds
-  the GIL then, and the controller checks only every ``SAMPLING_POLL_S`` and when an emitter ends
-  (an emitter that ends forgets itself): a controller waking in a long C call that keeps the GIL
-  (gc.collect()) often took the GIL before the emitter as the call returned, and the emitter then
-  read the thread's stack lines later.
+  the GIL then, and the controller sleeps until an emitter ends (an emitter that ends forgets
+  itself and wakes it): a controller waking in a long C call that keeps the GIL (gc.collect())
+  often took the GIL before the emitter as the call returned, and the emitter then read the
+  thread's stack lines later. A thread whose emitter could not start gets no other one until the
+  recording ends.
 - An emitter names its OS thread "py <thread name>" (so its TraceMe events form their own host
   line) and samples its thread's stack (frames only, never a tensor) about ``rate`` times a
   second, with a jittered sleep and a back-off while waking up is late. The sampling loop is C
@@ -57,7 +58,6 @@ except ImportError as _not_built:  # installed where no C compiler was: no stack
 DEFAULT_RATE_HZ = 1000
 MAX_RATE_HZ = 10_000  # beyond this the sleep between samples is below the OS timer's resolution
 POLL_S = 0.05  # how soon a capture's threads get their emitters
-SAMPLING_POLL_S = 1.0  # the controller's own check while emitters run (they look for new threads)
 READY_TIMEOUT_S = 1.0  # how long resume() waits for the emitters it starts to sample
 MAX_EVENT_S = 0.1  # an event is cut (closed and reopened) at this age: what a stopped capture may lose
 REFRESH_S = 0.02  # how often an emitter whose stack does not change checks its event's age and the recording
@@ -140,6 +140,7 @@ class _Emitter(threading.Thread):
         self.target = target
         self.period_s = 1.0 / rate_hz
         self.running = True
+        self.failed = False  # it could not start: its thread gets no other emitter while the recording lasts
         self.ready = threading.Event()  # set as it begins sampling (or gives up)
 
     def run(self) -> None:
@@ -159,7 +160,9 @@ class _Emitter(threading.Thread):
                               max(MAX_BACKOFF_S, self.period_s))
         except Exception as exc:  # a sampler must never take the worker down
             _warn_once("start", "xlaprof: the stack sampler cannot sample thread %r: %s", target.name, exc)
+            self.failed = True
             self.ready.set()
+            _wake.set()  # the controller polls again while no emitter runs
             return
         self.ready.set()
         try:
@@ -207,7 +210,7 @@ def _reconcile() -> None:
     _reconciled_at = time.monotonic()
     recording = torch_xla_import.profiler().TraceMe.is_enabled(vocabulary.USER_SPAN_LEVEL)
     with _lock:
-        for thread in [t for t, e in _emitters.items() if not e.is_alive()]:
+        for thread in [t for t, e in _emitters.items() if not e.is_alive() and not (e.failed and recording)]:
             del _emitters[thread]
         if not recording:
             _paused = False
@@ -217,17 +220,21 @@ def _reconcile() -> None:
                                 "built (%s); reinstall xlaprof where a C compiler is available", _WATCHER_MISSING)
             sampling = False
         _set_switch_interval(sampling or bool(_emitters))
-        metrics_sampler.emitters_take_snapshots(sampling or bool(_emitters))
-        if not sampling:
-            return
-        for thread in threading.enumerate():
-            if thread.name.startswith(OWN_THREAD_PREFIX) or thread in _emitters or thread.ident is None:
-                continue
-            if len(_emitters) >= MAX_THREADS:
-                _warn_once("cap", "xlaprof: sampling the stacks of %d threads only", MAX_THREADS)
-                break
-            emitter = _emitters[thread] = _Emitter(thread, _rate_hz)
-            emitter.start()
+        if sampling:
+            _start_emitters()
+        metrics_sampler.emitters_take_snapshots(any(emitter.is_alive() for emitter in _emitters.values()))
+
+
+def _start_emitters() -> None:
+    """An emitter for each thread that has none (``_lock`` held)."""
+    for thread in threading.enumerate():
+        if thread.name.startswith(OWN_THREAD_PREFIX) or thread in _emitters or thread.ident is None:
+            continue
+        if len(_emitters) >= MAX_THREADS:
+            _warn_once("cap", "xlaprof: sampling the stacks of %d threads only", MAX_THREADS)
+            break
+        emitter = _emitters[thread] = _Emitter(thread, _rate_hz)
+        emitter.start()
 
 
 def _reconcile_safely() -> None:
@@ -237,9 +244,15 @@ def _reconcile_safely() -> None:
         _warn_once("controller", "xlaprof: the stack sampler failed: %s", exc)
 
 
+def _sampling() -> bool:
+    """Whether an emitter runs: each wakes the controller as it ends, so the controller need not poll."""
+    with _lock:
+        return any(emitter.is_alive() for emitter in _emitters.values())
+
+
 def _run() -> None:
     while True:
-        _wake.wait(SAMPLING_POLL_S if _emitters else POLL_S)
+        _wake.wait(None if _sampling() else POLL_S)
         _wake.clear()
         _reconcile_safely()
 
@@ -274,7 +287,7 @@ def resume() -> None:
     with _lock:
         _paused = False
     _reconcile()
-    _wake.set()  # the controller checks now, then sleeps while the emitters run (SAMPLING_POLL_S)
+    _wake.set()  # the controller checks now, then sleeps while the emitters run
     with _lock:
         emitters = list(_emitters.values())
     deadline = time.monotonic() + READY_TIMEOUT_S

@@ -313,6 +313,53 @@ def test_nothing_samples_while_no_capture_records_and_an_unreadable_sample_is_sk
     assert any(s.stack.endswith(f"{script}:{_lines_of(IDLE_SCRIPT, 'def readable') + 1} readable") for s in samples)
 
 
+FAILED_START_SCRIPT = textwrap.dedent('''
+    import json, logging, sys, threading, time, torch, torch_xla, xlaprof
+    from collectors import metrics_sampler, stack_sampler
+    logging.basicConfig()
+    stop = threading.Event()
+    cursed = threading.Thread(target=stop.wait, name="cursed", daemon=True)
+    cursed.start()
+    line_id, tries = stack_sampler.host_line_id, []
+
+    def refusing(ident):  # the emitter of "cursed" fails as it starts
+        if ident == cursed.ident:
+            tries.append(ident)
+            raise OSError("no line id")
+        return line_id(ident)
+
+    stack_sampler.host_line_id = refusing
+    switch = sys.getswitchinterval()
+    (torch.ones(8, device=torch_xla.device()) * 2).sum().item()
+    with xlaprof.profile(sys.argv[1]) as run:
+        time.sleep(0.8)
+    time.sleep(0.3)
+    after = {"threads": sorted(t.name for t in threading.enumerate() if t.name.startswith("xlaprof")),
+             "switch": sys.getswitchinterval() == switch, "emitters": len(stack_sampler._emitters),
+             "metrics_thread_wakes": metrics_sampler._own_thread_may_wake.is_set()}
+    stop.set()
+    print(json.dumps({"path": run.path, "tries": len(tries), "after": after}))
+''')
+
+
+def test_a_thread_whose_emitter_cannot_start_gets_no_other_and_the_rest_samples_on(tmp_path):
+    """An emitter that fails as it starts is said once and not started again while the recording
+    lasts (the other emitters looked for threads every 50 ms and started a new one each time); the
+    other threads are sampled and take the metric snapshots, and once the recording ends the
+    sampler stops as usual (the controller, asleep while emitters run, is woken by the failure)."""
+    result = _script_process(tmp_path, "failed.py", FAILED_START_SCRIPT)
+    run = json.loads(result.stdout.strip().splitlines()[-1])
+    assert run["tries"] == 1, run
+    assert result.stderr.count("cannot sample thread 'cursed'") == 1, result.stderr
+    assert run["after"] == {"threads": ["xlaprof-metrics", "xlaprof-stacks"], "switch": True, "emitters": 0,
+                            "metrics_thread_wakes": True}
+    plane = Session.load(run["path"]).workers[0].space.plane(vocabulary.HOST_PLANE)
+    assert {s.thread_name for s in samples_of(plane)} == {"MainThread"}
+    by_emitter = [r for r in plane.rows_named({vocabulary.METRICS_EVENT})
+                  if plane.lines[plane.events.line[r]].name == "py MainThread"]
+    assert len(by_emitter) >= 2, by_emitter  # a 0.8 s capture, a snapshot every 0.25 s
+
+
 UNBUILT_SCRIPT = textwrap.dedent('''
     import json, logging, sys
     sys.modules["collectors._stack_watch"] = None  # as installed where no C compiler was

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.support.cpu_spinner import spinning
 from tests.support.workloads.ab_harness import FOREIGN_MAX_SHARE
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,11 +37,6 @@ def _foreign_share() -> float:
 def test_another_process_busy_on_the_device_core_is_seen_and_the_workload_itself_is_not():
     device_core = sorted(os.sched_getaffinity(0))[1]
     alone = _foreign_share()  # its own busy host core is not another load (what else runs here may be)
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        os.sched_setaffinity(spinner.pid, {device_core})
+    with spinning(device_core):
         beside = _foreign_share()
-    finally:
-        spinner.kill()
-        spinner.wait()
     assert beside - alone > max(0.5, 2 * FOREIGN_MAX_SHARE), (alone, beside)  # about a core, taken whole

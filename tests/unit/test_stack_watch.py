@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import threading
 import time
@@ -11,6 +12,7 @@ import pytest
 from collectors._stack_watch import Watcher
 
 from collectors.stack_runs import StackReader
+from tests.support.cpu_spinner import spinning
 from tests.support.gil_hold import range_lasting
 
 PERIOD_S = 0.001
@@ -176,13 +178,8 @@ def test_a_thread_that_does_not_run_is_sampled_without_the_gil():
 def test_a_thread_kept_off_its_core_counts_its_run_queue_wait_as_wanted_time():
     """On a loaded host a thread running Python waits for a core, runnable: ``wanted_ns`` counts that
     wait beside its CPU time, so the analysis does not take it for blocked."""
-    import os
-    import subprocess
-
     core = sorted(os.sched_getaffinity(0))[0]
-    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        os.sched_setaffinity(spin.pid, {core})
+    with spinning(core):
         done, started = threading.Event(), threading.Event()
 
         def busy():
@@ -205,9 +202,6 @@ def test_a_thread_kept_off_its_core_counts_its_run_queue_wait_as_wanted_time():
         cpu, wanted = watcher.cpu_ns - cpu0, watcher.wanted_ns - wanted0
         done.set()
         thread.join()
-    finally:
-        spin.kill()
-        spin.wait()
     assert cpu < 0.75 * wall, (cpu, wall)  # it shared the core
     assert wanted > 0.85 * wall and wanted >= cpu, (wanted, cpu, wall)  # and wanted it all the time
 

@@ -14,13 +14,11 @@ JSON contract's dict).
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from collectors.server import free_port
+from tests.support.cpu_spinner import spinning
 from tests.support.workers import DemoWorker, run_cli, source_line
 from tests.support.workloads import gpt2_worker
 from xlaprof.session import Session
@@ -62,7 +60,7 @@ def score_pod(report: dict, sleeper: str) -> PodScore:
 def capture_sleeping_pod(logdir: str, busy: bool = False) -> PodCapture:
     base = free_port(consecutive=2)
     workers = []
-    with _spinning(busy):
+    with spinning() if busy else contextlib.nullcontext():
         try:
             for rank, sleep_ms in ((0, 0), (1, SLEEP_MS)):
                 env = {"PJRT_LOCAL_PROCESS_RANK": str(rank), "PJRT_LOCAL_PROCESS_COUNT": "2"}
@@ -79,16 +77,3 @@ def capture_sleeping_pod(logdir: str, busy: bool = False) -> PodCapture:
         raise RuntimeError(f"the pod's capture failed: {result.stderr.strip()}")
     path = result.stdout.strip().splitlines()[-1]
     return PodCapture(path, next(w.label for w in Session.load(path).workers if w.port == workers[1].port))
-
-
-@contextlib.contextmanager
-def _spinning(busy: bool) -> Iterator[None]:
-    if not busy:
-        yield
-        return
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield
-    finally:
-        spinner.kill()
-        spinner.wait()
