@@ -3,8 +3,12 @@
  *
  * Watcher(ident, native_id, period_s, late_s, max_backoff_s).wait(timeout_s) samples the thread
  * `ident` (threading.get_ident(); `native_id` is threading.get_native_id()) until its Python stack
- * changed, and returns the thread's innermost frame then, or once timeout_s has passed since the
- * call; None when the thread has no Python frame any more (it ended). A sample:
+ * changed, and returns the thread's stack then, or once timeout_s has passed since the call, as a
+ * tuple of (code object, line) pairs, innermost first; None when the thread has no Python frame any
+ * more (it ended). Never a frame: a frame object of a function the thread has left keeps its locals
+ * alive, and a caller that held one while the thread ran on (its Python lets go of the GIL at any
+ * time) kept tensors alive through the thread's torch_xla.sync(), which then compiled a new graph
+ * with them as outputs. A sample:
  * - sleeps, with the GIL released, a jittered period (0.5 to 1.5 times the current one);
  * - reads the thread's CPU clock: a thread that did not run since the last sample has the same
  *   stack, and the sample ends there, without the GIL (a thread blocked in a read, a sync or a
@@ -253,6 +257,20 @@ static void read_wanted(Watcher *w) {
     w->wanted_ns = w->cpu_ns;
 }
 
+/* The stack as ((code, line), ...), innermost first. */
+static PyObject *stack_tuple(const Frames *frames) {
+    PyObject *result = PyTuple_New(frames->depth);
+    for (Py_ssize_t i = 0; result != NULL && i < frames->depth; i++) {
+        PyObject *pair = Py_BuildValue("(Oi)", frames->codes[i], frames->lines[i]);
+        if (pair == NULL) {
+            Py_CLEAR(result);
+        } else {
+            PyTuple_SET_ITEM(result, i, pair);
+        }
+    }
+    return result;
+}
+
 static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
     double timeout_s = PyFloat_AsDouble(arg);
     if (timeout_s == -1.0 && PyErr_Occurred()) {
@@ -285,17 +303,15 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
             Py_RETURN_NONE;
         }
         if (!same_stack(&w->last, top)) {
-            if (remember(w, top) < 0) {
-                Py_DECREF(top);
-                return NULL;
-            }
-            return (PyObject *)top;
-        }
-        if (woke >= deadline) { /* the same stack: every frame kept, nothing read again */
-            w->kept = w->depth;
-            return (PyObject *)top;
+            int failed = remember(w, top);
+            Py_DECREF(top);
+            return failed < 0 ? NULL : stack_tuple(&w->last);
         }
         Py_DECREF(top);
+        if (woke >= deadline) { /* the same stack: every frame kept, nothing read again */
+            w->kept = w->depth;
+            return stack_tuple(&w->last);
+        }
     }
 }
 
@@ -330,8 +346,8 @@ static void watcher_dealloc(Watcher *w) {
 
 static PyMethodDef watcher_methods[] = {
     {"wait", (PyCFunction)watcher_wait, METH_O,
-     "wait(timeout_s): the thread's innermost frame once its stack changed or timeout_s passed; "
-     "None when the thread has no frame any more."},
+     "wait(timeout_s): the thread's stack, ((code, line), ...) innermost first, once it changed or "
+     "timeout_s passed; None when the thread has no frame any more."},
     {NULL, NULL, 0, NULL},
 };
 

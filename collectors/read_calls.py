@@ -30,7 +30,7 @@ import threading
 import warnings
 
 from collectors import stack_sampler, torch_xla_import
-from collectors.stack_runs import StackReader, hide_innermost
+from collectors.stack_runs import StackReader, frame_stack, hide_innermost
 from xlaprof.xspace.vocabulary import PY_READ_STACK_STAT, READ_CALL_EVENT, USER_SPAN_LEVEL
 
 READ_OPS = ("_local_scalar_dense", "nonzero", "equal", "_unique2", "unique_dim", "unique_consecutive", "masked_select",
@@ -93,7 +93,7 @@ def _marking(call, profiler, reads=None):
         if (caller is None or not is_enabled(USER_SPAN_LEVEL) or stack_sampler.rate() == 0
                 or (reads is not None and not reads(kwargs))):
             return call(*args, **kwargs)
-        with trace_me(READ_CALL_EVENT, **{PY_READ_STACK_STAT: StackReader().read(caller).text}):
+        with trace_me(READ_CALL_EVENT, **{PY_READ_STACK_STAT: StackReader().read(frame_stack(caller)).text}):
             return call(*args, **kwargs)
 
     hide_innermost(marked.__code__)  # a sample taken during the read shows the caller's line

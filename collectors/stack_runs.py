@@ -1,8 +1,11 @@
 """Python stacks read from frames and coalesced into runs: the pure part of the stack sampler.
 
 Contract:
-- ``StackReader().read(frame, changed=None, kept=0)`` returns the ``Stack`` of a thread whose
-  innermost frame is ``frame``: ``text`` holds its frames outermost first, joined by "\\n", each
+- ``StackReader().read(stack, changed=None, kept=0)`` returns the ``Stack`` of a thread whose stack
+  is ``stack``: (code object, line) pairs, innermost first, as ``_stack_watch.Watcher.wait`` returns
+  them (``frame_stack(frame)`` makes them from a frame of the caller's own thread: a frame of another
+  thread is never held, as it would keep the locals of a function that thread left alive, tensors
+  too, through its next sync). ``text`` holds its frames outermost first, joined by "\\n", each
   "path:line function" (path as the code object has it, function its qualified name), and
   ``label`` the innermost frame as "file.py:line function" (the path's basename). A reader
   follows one thread: it formats the ``changed`` innermost frames (all of them when ``None``)
@@ -27,7 +30,8 @@ Contract:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from types import CodeType
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -97,25 +101,32 @@ class StackReader:
         self._lines: list[str] = []  # the formatted frames of the previous read, outermost first
         self._stack: Stack | None = None
 
-    def read(self, frame, changed: int | None = None, kept: int = 0) -> Stack:
-        if frame.f_code in _hidden_codes and frame.f_back is not None:  # xlaprof's own frame, innermost
-            frame, changed = frame.f_back, None if changed is None else max(changed - 1, 0)
-        innermost, frames = frame, []
+    def read(self, stack: Sequence[tuple[CodeType, int]], changed: int | None = None, kept: int = 0) -> Stack:
+        if stack[0][0] in _hidden_codes and len(stack) > 1:  # xlaprof's own frame, innermost
+            stack, changed = stack[1:], None if changed is None else max(changed - 1, 0)
         if kept > len(self._lines):  # not the previous read the caller compared with: read it all
             changed, kept = None, 0
-        while frame is not None and (changed is None or len(frames) < changed):
-            frames.append(frame)
-            frame = frame.f_back
         lines = self._lines[:kept]
-        for f in reversed(frames):
-            path, name, _ = _texts_of(f.f_code)
-            lines.append(f"{path}{f.f_lineno or 0}{name}")
+        for code, line in reversed(stack if changed is None else stack[:changed]):
+            path, name, _ = _texts_of(code)
+            lines.append(f"{path}{line or 0}{name}")
         self._lines = lines
         text = "\n".join(lines)
         if self._stack is None or text != self._stack.text:
-            _, name, file = _texts_of(innermost.f_code)
-            self._stack = Stack(text, f"{file}{innermost.f_lineno or 0}{name}")
+            code, line = stack[0]
+            _, name, file = _texts_of(code)
+            self._stack = Stack(text, f"{file}{line or 0}{name}")
         return self._stack
+
+
+def frame_stack(frame) -> tuple[tuple[CodeType, int], ...]:
+    """The (code, line) pairs of ``frame`` and its callers, innermost first: ``StackReader.read``'s
+    input, made from a frame of the caller's own thread."""
+    pairs = []
+    while frame is not None:
+        pairs.append((frame.f_code, frame.f_lineno))
+        frame = frame.f_back
+    return tuple(pairs)
 
 
 class Event(Protocol):  # what the profiler's TraceMe is: an event open from its creation

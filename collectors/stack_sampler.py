@@ -12,7 +12,7 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   thread's stack lines later. A thread whose emitter could not start gets no other one until the
   recording ends.
 - An emitter names its OS thread "py <thread name>" (so its TraceMe events form their own host
-  line) and samples its thread's stack (frames only, never a tensor) about ``rate`` times a
+  line) and samples its thread's stack (code objects and lines: never a tensor, nor a frame) about ``rate`` times a
   second, with a jittered sleep and a back-off while waking up is late. The sampling loop is C
   (``collectors/_stack_watch.c``): a sample of a thread that did not run costs it nothing, one
   whose stack did not change (same code objects at the same lines) a GIL hand-off and no Python;
@@ -177,18 +177,17 @@ class _Emitter(threading.Thread):
     def _sample(self, recording, watcher, writer: RunWriter) -> None:
         target, reader = self.target, StackReader()
         while self.running and recording(vocabulary.USER_SPAN_LEVEL):
-            frame = watcher.wait(REFRESH_S)
-            if frame is None or not target.is_alive():
+            frames = watcher.wait(REFRESH_S)  # (code, line) pairs: never a frame, which keeps its locals alive
+            if frames is None or not target.is_alive():
                 return
             try:
-                stack = reader.read(frame, watcher.depth - watcher.kept, watcher.kept)
+                stack = reader.read(frames, watcher.depth - watcher.kept, watcher.kept)
             except Exception as exc:  # a frame it cannot read: skip the sample, and read the next one whole
                 _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
                 reader = StackReader()
             else:
                 lag_us = max(0, time.monotonic_ns() - watcher.sampled_ns) / 1000
                 writer.sample(time.perf_counter(), stack, watcher.wanted_ns, lag_us)
-            del frame
             if time.monotonic() - _reconciled_at >= POLL_S:  # new threads: from here, which has the GIL now
                 _reconcile_safely()
             metrics_sampler.emit_if_due()  # likewise: the metrics thread sleeps while emitters run

@@ -1,11 +1,11 @@
 """The pure part of the stack sampler (collectors/stack_runs.py), without torch: stacks read
-from real frames of this interpreter, and samples coalesced into runs."""
+from real frames of this interpreter (as ``frame_stack`` gives them), and samples coalesced into runs."""
 from __future__ import annotations
 
 import sys
 import threading
 
-from collectors.stack_runs import RunWriter, Stack, StackReader, hide_innermost, safe_text
+from collectors.stack_runs import RunWriter, Stack, StackReader, frame_stack, hide_innermost, safe_text
 
 
 def here() -> int:
@@ -13,14 +13,14 @@ def here() -> int:
 
 
 def outer(reader: StackReader, results: list, inner_first: bool) -> None:
-    results.append((reader.read(sys._getframe()), here()))
+    results.append((reader.read(frame_stack(sys._getframe())), here()))
     if inner_first:
         inner(reader, results)
-    results.append((reader.read(sys._getframe()), here()))
+    results.append((reader.read(frame_stack(sys._getframe())), here()))
 
 
 def inner(reader: StackReader, results: list) -> None:
-    results.append((reader.read(sys._getframe()), here()))
+    results.append((reader.read(frame_stack(sys._getframe())), here()))
 
 
 def test_a_stack_lists_path_line_and_function_outermost_first():
@@ -41,7 +41,7 @@ def test_a_stack_lists_path_line_and_function_outermost_first():
 
 class Method:
     def run(self, reader: StackReader) -> Stack:
-        return reader.read(sys._getframe())
+        return reader.read(frame_stack(sys._getframe()))
 
 
 def test_functions_are_named_by_their_qualified_name():
@@ -59,7 +59,7 @@ def test_reading_an_unchanged_stack_again_gives_the_same_stack():
     thread.start()
     read.wait()
     try:
-        stacks = [reader.read(sys._current_frames()[thread.ident]) for _ in range(3)]
+        stacks = [reader.read(frame_stack(sys._current_frames()[thread.ident])) for _ in range(3)]
     finally:
         parked.set()
         thread.join()
@@ -70,22 +70,22 @@ def test_reading_an_unchanged_stack_again_gives_the_same_stack():
 
 def test_a_reader_holds_no_frame():
     reader = StackReader()
-    reader.read(sys._getframe())
+    reader.read(frame_stack(sys._getframe()))
     assert all(isinstance(line, str) for line in reader._lines) and len(reader._lines) > 1
 
 
 def test_kept_frames_come_from_the_previous_read_and_only_the_changed_ones_are_formatted():
     reader = StackReader()
-    whole = reader.read(sys._getframe())
+    whole = reader.read(frame_stack(sys._getframe()))
     depth = len(whole.text.split("\n"))
     reader._lines[0] = "kept:1 outermost"  # what the previous read had: a kept frame is not formatted again
-    again, line = reader.read(sys._getframe(), changed=1, kept=depth - 1), here()
+    again, line = reader.read(frame_stack(sys._getframe()), changed=1, kept=depth - 1), here()
     assert again.text.split("\n") == ["kept:1 outermost", *whole.text.split("\n")[1:-1],
                                       f"{__file__}:{line} {sys._getframe().f_code.co_name}"]
     assert again.label == f"test_stack_runs.py:{line} {sys._getframe().f_code.co_name}"
-    assert reader.read(sys._getframe(), changed=0, kept=depth) is again  # nothing changed: the same stack
+    assert reader.read(frame_stack(sys._getframe()), changed=0, kept=depth) is again  # nothing changed: the same stack
     # more kept frames than the previous read had: another previous read, so all is formatted
-    fresh = StackReader().read(sys._getframe(), changed=1, kept=depth - 1).text.split("\n")
+    fresh = StackReader().read(frame_stack(sys._getframe()), changed=1, kept=depth - 1).text.split("\n")
     assert fresh[:-1] == whole.text.split("\n")[:-1]
 
 
@@ -100,11 +100,11 @@ def test_a_hidden_innermost_frame_is_left_out_and_the_stack_is_its_callers():
     frames: list = []
     _wrapper_of_xlaprof(frames)
     (wrapped,) = frames
-    depth = len(StackReader().read(sys._getframe()).text.split("\n")) + 1  # the C loop counts the hidden frame
+    depth = len(StackReader().read(frame_stack(sys._getframe())).text.split("\n")) + 1  # the C loop counts the hidden frame
     reader = StackReader()
     # The wrapper's frame came on top of the caller's frames, all kept (all three reads on one line).
     me, kept = sys._getframe(), depth - 1
-    caller, stack, whole = reader.read(me), reader.read(wrapped, changed=1, kept=kept), StackReader().read(wrapped)
+    caller, stack, whole = reader.read(frame_stack(me)), reader.read(frame_stack(wrapped), changed=1, kept=kept), StackReader().read(frame_stack(wrapped))
     assert stack is caller and whole.text == caller.text and "_wrapper_of_xlaprof" not in whole.text
     assert whole.label == caller.label and whole.label.startswith("test_stack_runs.py:")
 
