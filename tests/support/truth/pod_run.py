@@ -24,9 +24,9 @@ from tests.support.workloads import gpt2_worker
 from xlaprof.session import Session
 
 SLEEP_MS = 30
-# "ready" comes after 3 steps, and a worker can still compile a graph some steps later (seen: 1.1 s at
-# the sync of the sleeping worker, started last, 0.3 s into the window, its main cause then compile):
-# both run on before the capture, as the first one did while the second started.
+# "ready" comes after 3 steps: both run on before the capture, as the first one did while the second
+# started. (The compiles of 1.1-1.4 s seen in the window now and then were, most likely, the stack sampler's doing:
+# a frame it held kept a function's tensors alive into a sync. It holds none now.)
 WARM_S = 3.0  # about 60 steps of the sleeping worker
 DURATION_S = 3
 LOADER_LINE = f"{gpt2_worker.__file__}:{source_line(gpt2_worker, '# LOADER')}"
