@@ -71,6 +71,8 @@ def emit_if_due() -> None:
     """The periodic snapshot, where one is due and ``ensure_sampler()`` was called; never raises (a
     sampler must never take the worker down)."""
     global _due_at
+    if time.monotonic() < _due_at:  # the emitters' loop calls this at every sample: no lock until one is due
+        return
     with _lock:
         now = time.monotonic()
         if _sampler is None or now < _due_at:

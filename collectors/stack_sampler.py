@@ -221,7 +221,13 @@ def _reconcile() -> None:
         _set_switch_interval(sampling or bool(_emitters))
         if sampling:
             _start_emitters()
-        metrics_sampler.emitters_take_snapshots(any(emitter.is_alive() for emitter in _emitters.values()))
+        metrics_sampler.emitters_take_snapshots(_any_emitter_alive())
+
+
+def _any_emitter_alive() -> bool:
+    """Whether an emitter runs (``_lock`` held): each wakes the controller as it ends, and takes the
+    metric snapshots meanwhile."""
+    return any(emitter.is_alive() for emitter in _emitters.values())
 
 
 def _start_emitters() -> None:
@@ -243,15 +249,11 @@ def _reconcile_safely() -> None:
         _warn_once("controller", "xlaprof: the stack sampler failed: %s", exc)
 
 
-def _sampling() -> bool:
-    """Whether an emitter runs: each wakes the controller as it ends, so the controller need not poll."""
-    with _lock:
-        return any(emitter.is_alive() for emitter in _emitters.values())
-
-
 def _run() -> None:
     while True:
-        _wake.wait(None if _sampling() else POLL_S)
+        with _lock:
+            sampling = _any_emitter_alive()
+        _wake.wait(None if sampling else POLL_S)  # an emitter wakes the controller as it ends
         _wake.clear()
         _reconcile_safely()
 
