@@ -4,7 +4,9 @@ Contract: ``add_options(parser)`` adds to a workload's parser:
 - ``--pin-cores``: ``pin_if_asked(args)`` then calls ``pin_host_and_device()``, which (on a machine
   with at least two usable cores) starts the daemon thread ``pin-cores``, which every ``REPIN_S`` gives each thread of the process, by its
   native id, one core: the process's Python threads (the main thread, the stack sampler's emitters,
-  ``threading`` threads: the host) the first usable core, every other thread (the native pools of
+  ``threading`` threads) and torch's autograd engine threads (``pt_autograd_N``: they trace
+  ``backward()`` and run its CPU fallbacks while the main thread waits) are the host, on the first
+  usable core; every other thread (the native pools of
   torch_xla and the XLA CPU client, which run the device's programs and transfers, created lazily
   at the first compile and execution, and the profiler's) the second. New threads inherit their
   creator's core, hence the repeats; a thread is pinned again only if its side changed (a Python
@@ -40,6 +42,7 @@ import threading
 import time
 
 REPIN_S = 0.2
+AUTOGRAD_THREAD = "pt_autograd_"  # the name torch gives its autograd engine's device threads
 # A run or block of an A/B measurement during which the pinned cores gave others more than this share
 # of a core's time measured that load as much as the workload (a core taken whole by another process
 # moved the CPU fallback's saving from about 50% of the idle time to 24% or 67%): it does not count.
@@ -97,7 +100,7 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
     while True:
         python = {t.native_id for t in threading.enumerate()}
         for tid in map(int, os.listdir("/proc/self/task")):
-            core = host_core if tid in python else device_core
+            core = host_core if tid in python or _autograd_thread(tid) else device_core
             if core_of.get(tid) != core:  # new, or a Python thread seen before it registered
                 try:
                     os.sched_setaffinity(tid, {core})
@@ -105,6 +108,17 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
                     continue
                 core_of[tid] = core
         time.sleep(REPIN_S)
+
+
+def _autograd_thread(tid: int) -> bool:
+    """Whether a thread of this process is one of torch's autograd engine threads (host work: with
+    it on the device's core, ``backward()``'s tracing took that core from the device's programs in
+    an arm without reads, where the two run at once, and the arm's saving was 14 points short)."""
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as comm:
+            return comm.read().startswith(AUTOGRAD_THREAD)
+    except OSError:  # the thread ended meanwhile
+        return False
 
 
 def thread_cores(pid: int) -> dict[int, tuple[str, int, int]]:
