@@ -25,13 +25,19 @@ CONSTANT_BYTES = 4 * MiB  # the peak of refusing a file at its first bytes: a wi
 PIECE_BUDGET = 64 * MiB  # a piece of a line (4 MiB) and its decoding, beyond what the capture holds
 
 
+def _error_of_reading(path: str) -> str:
+    """The error of reading the file at ``path``, which must be refused."""
+    with storage.open_checked(path) as (handle, size), pytest.raises(BadProfileError) as error:
+        read_xspace_file(handle, size, source=path)
+    return str(error.value)
+
+
 def _peak_of_reading(path: str) -> tuple[int, str]:
     """tracemalloc's peak while reading the file at ``path`` (which must be refused), and the error."""
     tracemalloc.start()
     try:
-        with storage.open_checked(path) as (handle, size), pytest.raises(BadProfileError) as error:
-            read_xspace_file(handle, size, source=path)
-        return tracemalloc.get_traced_memory()[1], str(error.value)
+        message = _error_of_reading(path)
+        return tracemalloc.get_traced_memory()[1], message
     finally:
         tracemalloc.stop()
 
@@ -81,10 +87,11 @@ def test_a_line_of_zeros_fails_at_its_first_piece(tmp_path):
 
 
 @pytest.mark.parametrize("field,message", [
-    (b"\x12\x00", "the space's fields besides its planes take more than 1 MiB"),  # empty error strings
+    (b"\x12\x00", f"the space's fields besides its planes are more than {file_index.MAX_SPACE_REST_FIELDS:,}"),
+    (b"\x12" + varint(2**16) + b"e" * 2**16, "the space's fields besides its planes take more than 1 MiB"),  # 64 KiB errors
     (b"\x0a\x00", f"more than {file_index.MAX_PLANES:,} planes"),  # empty planes
 ])
-def test_a_space_of_one_small_field_repeated_is_refused_in_bounded_memory(tmp_path, field, message):
+def test_a_space_of_one_field_repeated_is_refused_in_bounded_memory(tmp_path, field, message):
     path = tmp_path / "repeated.xplane.pb"
     path.write_bytes(field * (4 * MiB // len(field)))
     peak, error = _peak_of_reading(str(path))
@@ -107,8 +114,7 @@ def test_empty_lines_past_the_limit_are_refused(tmp_path):
     plane = b"\x1a\x00" * (file_index.MAX_LINES + 1) + b"\x12\x0d/device:TPU:0"
     path = tmp_path / "lines.xplane.pb"
     path.write_bytes(varint(1 << 3 | 2) + varint(len(plane)) + plane)
-    _, error = _peak_of_reading(str(path))
-    assert f"more than {file_index.MAX_LINES:,} lines" in error
+    assert f"more than {file_index.MAX_LINES:,} lines" in _error_of_reading(str(path))
 
 
 # Structure-aware mutations: the capture's length-delimited fields (planes, lines, events, stats)

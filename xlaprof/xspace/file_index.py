@@ -20,7 +20,9 @@ Contract:
   Limits, each a ``ValueError`` saying which: ``MAX_PLANES`` planes and ``MAX_LINES`` lines a
   file; ``MAX_FIELDS_WALKED`` fields walked one by one a file (planes, lines, the fields before a
   plane's metadata, which is parsed in one piece); ``METADATA_BYTES`` of a plane's fields besides
-  its lines; ``MAX_SPACE_REST_BYTES`` of the space's fields besides its planes. The index so costs
+  its lines; ``MAX_SPACE_REST_BYTES`` of the space's fields besides its planes, and
+  ``MAX_SPACE_REST_FIELDS`` of them (a capture has a hostname and a few errors or warnings: a
+  file of millions of empty ones is refused at once, not after a walk of a megabyte of them). The index so costs
   each plane's metadata (as protobuf objects) and about 100 bytes a line, whatever the file holds.
 """
 from __future__ import annotations
@@ -38,6 +40,7 @@ _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
 WINDOW_BYTES = 2**20  # the block of the file that indexing reads at a time
 METADATA_BYTES = 256 * 2**20  # the most of a plane's fields besides its lines (read in one piece)
 MAX_SPACE_REST_BYTES = 2**20  # the most of the space's fields besides its planes
+MAX_SPACE_REST_FIELDS = 2**12  # and the most of them by count
 MAX_FIELDS_WALKED = 2**22  # fields walked one by one in a file (planes, lines, fields before a plane's metadata)
 MAX_PLANES = 2**14  # planes in a file (a TPU pod host has a few hundred)
 MAX_LINES = 2**18  # lines in a file, all planes together (a host plane has one per thread)
@@ -59,7 +62,8 @@ class SpaceIndex:
 
 def index_space(handle, size: int) -> SpaceIndex:
     window = _Window(handle)
-    planes, rest = [], _Ranges("the space's fields besides its planes", MAX_SPACE_REST_BYTES)
+    planes = []
+    rest = _Ranges("the space's fields besides its planes", MAX_SPACE_REST_BYTES, MAX_SPACE_REST_FIELDS)
     lines = [0]  # lines indexed so far, all planes together
     for number, start, payload, end in _walk(window, 0, size):
         if number == _SPACE_PLANES:
@@ -95,15 +99,19 @@ def _index_plane(window: _Window, start: int, end: int, line_count: list[int]) -
 
 class _Ranges:
     """The byte ranges of a message's fields kept for parsing, adjacent ones merged: one record a
-    run of fields, at most ``limit`` bytes in all (``what`` names them in the error)."""
+    run of fields, at most ``limit`` bytes in all and ``max_fields`` fields (``what`` names them in
+    the error)."""
 
-    def __init__(self, what: str, limit: int) -> None:
-        self.what, self.limit, self.spans, self.bytes = what, limit, [], 0
+    def __init__(self, what: str, limit: int, max_fields: int | None = None) -> None:
+        self.what, self.limit, self.max_fields, self.spans, self.bytes, self.fields = what, limit, max_fields, [], 0, 0
 
     def add(self, start: int, end: int) -> None:
         self.bytes += end - start
+        self.fields += 1
         if self.bytes > self.limit:
             raise ValueError(f"{self.what} take more than {self.limit // 2**20} MiB")
+        if self.max_fields is not None and self.fields > self.max_fields:
+            raise ValueError(f"{self.what} are more than {self.max_fields:,}")
         if self.spans and self.spans[-1][1] == start:
             self.spans[-1][1] = end
         else:
