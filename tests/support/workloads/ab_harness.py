@@ -111,9 +111,9 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
 
 
 def _autograd_thread(tid: int) -> bool:
-    """Whether a thread of this process is one of torch's autograd engine threads (host work: with
-    it on the device's core, ``backward()``'s tracing took that core from the device's programs in
-    an arm without reads, where the two run at once, and the arm's saving was 14 points short)."""
+    """Whether a thread of this process is one of torch's autograd engine threads: host work (it
+    traces ``backward()`` while the main thread waits), which on the device's core ran beside the
+    device's programs in an arm without reads, where the two run at once."""
     try:
         with open(f"/proc/self/task/{tid}/comm") as comm:
             return comm.read().startswith(AUTOGRAD_THREAD)
