@@ -3,7 +3,8 @@
 #   ./run.sh demo    set up .venv with what the demo needs (xlaprof[demo]), then run the demo
 #                    workload on the CPU XLA device
 #   ./run.sh test    set up .venv with every extra (xlaprof[all]: the test tools too) and headless
-#                    Chromium, then run the whole test suite
+#                    Chromium, then run the whole test suite (arguments go to pytest; with none,
+#                    in the two phases of run_suite)
 #   ./run.sh setup   only set up .venv, with every extra
 # The virtual environment is reused when it is already right: a stamp per set of extras holds a
 # hash of pyproject.toml, setup.py, run.sh and the C sources it builds, and a .venv set up for the
@@ -76,6 +77,18 @@ setup_venv() {  # $1: the extras to install, demo or all (all includes demo)
   want_stamp > "$(stamp_file "$extras")"
 }
 
+# The whole suite in two phases: first every test but those marked exclusive (they measure a cost or a
+# load: A/B arms, pinned cores, a busy core), XLAPROF_TEST_WORKERS at a time (pytest-xdist, one test
+# file per worker: a module's captures are made once); then the exclusive ones, with the machine to
+# themselves. Both phases run; the exit code is the first phase's failure, else the second's.
+run_suite() {
+  local shared=0 alone=0
+  "$VENV/bin/python" -m pytest -n "${XLAPROF_TEST_WORKERS:-2}" --dist loadfile -m "not exclusive" || shared=$?
+  "$VENV/bin/python" -m pytest -m exclusive || alone=$?
+  if (( shared )); then return "$shared"; fi
+  return "$alone"
+}
+
 setup_browser() {
   if [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]]; then return; fi
   log "installing Debian's chromium and chromium-driver for the browser tests"
@@ -85,6 +98,9 @@ setup_browser() {
 case "${1:-}" in
   setup) setup_venv all ;;
   demo) setup_venv demo; shift; exec "$VENV/bin/xlaprof" demo "$@" ;;
-  test) setup_venv all; setup_browser; shift; exec "$VENV/bin/python" -m pytest "$@" ;;
+  test)
+    setup_venv all; setup_browser; shift
+    if (( $# )); then exec "$VENV/bin/python" -m pytest "$@"; fi
+    run_suite ;;
   *) echo "usage: ./run.sh demo|test|setup [args...]" >&2; exit 2 ;;
 esac

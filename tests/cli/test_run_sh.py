@@ -17,12 +17,14 @@ from tests.support.workers import REPO as REPO_DIR
 
 REPO = Path(REPO_DIR)
 
-# Answers the set-up's checks (Python 3.11, the C parts import) and logs every other call.
+# Answers the set-up's checks (Python 3.11, the C parts import) and logs every other call; a call
+# holding $STAND_IN_FAIL exits 3.
 STAND_IN = """#!/bin/sh
 case "$*" in
   *"import sys; sys.exit"*|*"import collectors._stack_watch"*|*"import xlaprof.xspace._wire"*) exit 0 ;;
 esac
 echo "$(basename "$0") $*" >> "$(dirname "$0")/../calls.log"
+case "$*" in *"${STAND_IN_FAIL:-no call has this}"*) exit 3 ;; esac
 """
 
 
@@ -77,6 +79,22 @@ def test_demo_installs_the_demo_extras_and_test_all_of_them_each_once(sandbox):
     (sandbox / "setup.py").write_text((sandbox / "setup.py").read_text() + "\n# changed\n")
     result, calls = run_sh(sandbox, "demo")
     assert installs(calls) == [".[demo]"]  # a changed set-up file installs again
+
+
+@pytest.mark.skipif(not (shutil.which("cc") and Path("/usr/bin/chromium").exists()),
+                    reason="needs cc and chromium, else run.sh installs them with apt")
+def test_the_whole_suite_runs_the_shared_phase_then_the_exclusive_one_and_either_failing_fails_it(sandbox):
+    run_sh(sandbox, "setup")
+    shared, alone = "python -m pytest -n 2 --dist loadfile -m not exclusive", "python -m pytest -m exclusive"
+    result, calls = run_sh(sandbox, "test")
+    assert result.returncode == 0, result.stderr
+    assert calls == [shared, alone]
+    result, calls = run_sh(sandbox, "test", env={"STAND_IN_FAIL": "not exclusive"})
+    assert result.returncode == 3 and calls == [shared, alone]  # the exclusive phase runs all the same
+    result, calls = run_sh(sandbox, "test", env={"STAND_IN_FAIL": "-m exclusive"})
+    assert result.returncode == 3 and calls == [shared, alone]
+    result, calls = run_sh(sandbox, "test", env={"XLAPROF_TEST_WORKERS": "4"})
+    assert calls[0] == shared.replace("-n 2", "-n 4")
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")

@@ -12,7 +12,7 @@ import pytest
 from tests.support.workers import REPO, run_python
 from tests.support.workloads.ab_harness import AUTOGRAD_THREAD
 
-pytestmark = [pytest.mark.torch_xla,
+pytestmark = [pytest.mark.torch_xla, pytest.mark.exclusive,
               pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs two cores")]
 
 TRAIN_PINNED = """

@@ -14,7 +14,7 @@ from xlaprof.analysis import analyze
 from xlaprof.report import analysis_json
 from xlaprof.session import Session
 
-pytestmark = pytest.mark.torch_xla
+pytestmark = [pytest.mark.torch_xla, pytest.mark.exclusive]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from tests.support.corpus.cases import CASES, SUITE_CASES
 from tests.support.truth.corpus_run import record_corpus, score_corpus
 from tests.support.truth.table import CAUSES
 
-pytestmark = pytest.mark.torch_xla
+pytestmark = [pytest.mark.torch_xla, pytest.mark.exclusive]
 
 READS_AT_LINE, COMPILES_AT_LINE, CAUSE_POINTS = 0.98, 0.95, 10.0
 

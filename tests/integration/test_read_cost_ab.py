@@ -24,7 +24,7 @@ from tests.support.workloads.ab_harness import thread_cores
 from xlaprof.analysis import analyze
 from xlaprof.session import Session
 
-pytestmark = pytest.mark.torch_xla
+pytestmark = [pytest.mark.torch_xla, pytest.mark.exclusive]
 
 TOLERANCE = 0.3
 MID_STEP_CASES = ("helper", "closure")  # diffusers' lookup runs before its sampling run's first program

@@ -11,6 +11,8 @@ import pytest
 from tests.support.cpu_spinner import spinning
 from tests.support.workloads.ab_harness import FOREIGN_MAX_SHARE
 
+pytestmark = pytest.mark.exclusive  # it tells a busy core from an idle one
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MEASURE = """
 import sys, time

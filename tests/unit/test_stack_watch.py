@@ -16,6 +16,8 @@ from collectors.stack_runs import StackReader
 from tests.support.cpu_spinner import spinning
 from tests.support.gil_hold import range_lasting
 
+pytestmark = pytest.mark.exclusive  # a thread sharing a core with a spinner: no other load
+
 PERIOD_S = 0.001
 
 
