@@ -99,8 +99,10 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
     core_of: dict[int, int] = {}
     while True:
         python = {t.native_id for t in threading.enumerate()}
-        for tid in map(int, os.listdir("/proc/self/task")):
-            core = host_core if tid in python or _autograd_thread(tid) else device_core
+        tids = list(map(int, os.listdir("/proc/self/task")))
+        engine = _autograd_engine_threads(tids)
+        for tid in tids:
+            core = host_core if tid in python or tid in engine else device_core
             if core_of.get(tid) != core:  # new, or a Python thread seen before it registered
                 try:
                     os.sched_setaffinity(tid, {core})
@@ -110,15 +112,22 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
         time.sleep(REPIN_S)
 
 
-def _autograd_thread(tid: int) -> bool:
-    """Whether a thread of this process is one of torch's autograd engine threads: host work (it
-    traces ``backward()`` while the main thread waits), which on the device's core ran beside the
-    device's programs in an arm without reads, where the two run at once."""
-    try:
-        with open(f"/proc/self/task/{tid}/comm") as comm:
-            return comm.read().startswith(AUTOGRAD_THREAD)
-    except OSError:  # the thread ended meanwhile
-        return False
+def _autograd_engine_threads(tids: list[int]) -> set[int]:
+    """The threads of this process that are torch's autograd engine threads: host work (they trace
+    ``backward()`` while the main thread waits), which on the device's core ran beside the device's
+    programs in an arm without reads, where the two run at once. Each is the oldest thread of its name
+    (``pt_autograd_<device>``): a thread that an engine thread starts takes its name (Linux), as the
+    device runtime's threads do when the first ``backward()`` of the process starts them."""
+    oldest: dict[str, tuple[int, int]] = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as comm, open(f"/proc/self/task/{tid}/stat") as stat:
+                name, started = comm.read().strip(), int(stat.read().rsplit(")", 1)[1].split()[19])
+        except OSError:  # the thread ended meanwhile
+            continue
+        if name.startswith(AUTOGRAD_THREAD) and (started, tid) < oldest.get(name, (started + 1, tid)):
+            oldest[name] = started, tid
+    return {tid for _, tid in oldest.values()}
 
 
 def thread_cores(pid: int) -> dict[int, tuple[str, int, int]]:
