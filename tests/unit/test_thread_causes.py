@@ -140,6 +140,25 @@ def test_one_finding_per_cause_and_line_with_its_spans_inside(tmp_path):
     assert "in 2 spans (forward, make_batch)" in finding["detail"]
 
 
+def test_a_line_in_a_span_the_windows_start_cut_is_named_by_its_span(tmp_path):
+    """The window starts inside a train_step: the profiler does not record that span's event, so
+    /work/train.py:40's time in it, [0, 300], is outside any span, and more than its time in the next
+    train_step [400, 800], which is recorded. The finding is the span's: time outside any span
+    stays in the breakdown."""
+    builder, host = frame()
+    python = host.line("python", line_id=1)
+    python.event("train_step", 400, 400)
+    python.event("SyncTensorsGraphInternal", 850, 30)
+    stacks = {"main": MAIN, "work": f"{MAIN}\n/work/train.py:40 helper"}
+    runs = [(0, 300, "work"), (300, 402, "main"), (402, 500, "work"), (500, 1000, "main")]
+    add_stack_samples(host, thread_line_id=1, runs=runs, stacks=stacks, cpu_share={"main": 1.0, "work": 1.0})
+    out = report(tmp_path, builder)
+    (finding,) = [f for f in out["findings"] if f["source"] == "/work/train.py:40"]
+    assert [row["span"] for row in finding["spans"]] == [None, "train_step"], finding["spans"]
+    assert finding["spans"][0]["lost_us"] > finding["spans"][1]["lost_us"]
+    assert finding["span"] == "train_step"
+
+
 def test_a_read_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_path):
     """An op's CPU fallback run by the autograd engine's thread inside ``loss.backward()`` reads on a
     thread the sampler never saw: the read is named at the training thread's line, the backward."""

@@ -14,7 +14,9 @@ pieces it holds.
 the idle time they caused, per cause, largest first. ``one_per_line(costs)`` merges the groups of
 one (cause, line) across spans into one ``CauseCost`` (the line a finding shows: the stacks', else
 the span's own) (what a finding is: a line is fixed once,
-whichever spans it ran in), named by its costliest span and stack, with ``spans``, the idle time
+whichever spans it ran in), named by its costliest span and stack (a span wins over none: time
+outside any span at a line that also ran in one is most often in a span that the window's start
+or end cut, whose event the profiler does not record), with ``spans``, the idle time
 per span, as its breakdown, and the library lines ``inside`` merged; groups without a line stay
 one per span (the span is all that names them).
 """
@@ -177,7 +179,9 @@ def one_per_line(costs: list[CauseCost]) -> list[CauseCost]:
         for member in members:
             spans[member.span] += member.lost_us
         workers = tuple(dict.fromkeys(w for member in members for w in member.workers))
-        merged.append(replace(members[0], lost_us=sum(c.lost_us for c in members),
+        named = [span for span in spans if span is not None]
+        merged.append(replace(members[0], span=max(named, key=spans.get) if named else None,
+                              lost_us=sum(c.lost_us for c in members),
                               pieces=sum(c.pieces for c in members), inside=_merged_inside(members),
                               spans=tuple(sorted(spans.items(), key=lambda kv: -kv[1])), workers=workers))
     return merged
