@@ -189,6 +189,7 @@ GIL_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.exclusive  # the emitter must get a core within milliseconds of the C call's return
 def test_a_call_that_keeps_the_gil_is_the_host_running_python_at_its_line(tmp_path):
     """A long C call that keeps the GIL (so no sample can read the stack until it returns), at a
     capture's start and between two steps, is the host running Python: not a wait for input, nor
