@@ -21,8 +21,8 @@ PLACED = """
 time.sleep(3 * ab_harness.REPIN_S)  # the pinning thread has seen every thread
 threads = {}
 for tid in os.listdir("/proc/self/task"):
-    with open(f"/proc/self/task/{tid}/comm") as comm, open(f"/proc/self/task/{tid}/stat") as stat:
-        started = int(stat.read().rsplit(")", 1)[1].split()[19])
+    with open(f"/proc/self/task/{tid}/comm") as comm:
+        started = int(ab_harness.stat_fields(f"/proc/self/task/{tid}/stat")[19])
         threads[tid] = comm.read().strip(), sorted(os.sched_getaffinity(int(tid))), started
 print(json.dumps({"main": str(os.getpid()), "threads": threads}))
 """

@@ -121,13 +121,21 @@ def _autograd_engine_threads(tids: list[int]) -> set[int]:
     oldest: dict[str, tuple[int, int]] = {}
     for tid in tids:
         try:
-            with open(f"/proc/self/task/{tid}/comm") as comm, open(f"/proc/self/task/{tid}/stat") as stat:
-                name, started = comm.read().strip(), int(stat.read().rsplit(")", 1)[1].split()[19])
+            with open(f"/proc/self/task/{tid}/comm") as comm:
+                name = comm.read().strip()
+            started = int(stat_fields(f"/proc/self/task/{tid}/stat")[19])
         except OSError:  # the thread ended meanwhile
             continue
         if name.startswith(AUTOGRAD_THREAD) and (started, tid) < oldest.get(name, (started + 1, tid)):
             oldest[name] = started, tid
     return {tid for _, tid in oldest.values()}
+
+
+def stat_fields(path: str) -> list[str]:
+    """A /proc stat file's fields from the third (state) on: ``[19]`` is the start time, ``[11]`` and
+    ``[12]`` the user and system ticks (the second field, the name in brackets, may hold spaces)."""
+    with open(path) as stat:
+        return stat.read().rsplit(")", 1)[1].split()
 
 
 def thread_cores(pid: int) -> dict[int, tuple[str, int, int]]:
@@ -137,8 +145,7 @@ def thread_cores(pid: int) -> dict[int, tuple[str, int, int]]:
         try:
             with open(f"/proc/{pid}/task/{tid}/status") as status:
                 allowed = next(line.split(":")[1].strip() for line in status if line.startswith("Cpus_allowed_list"))
-            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()  # from field 3 (state) on
+            fields = stat_fields(f"/proc/{pid}/task/{tid}/stat")
         except (OSError, StopIteration):
             continue
         cores[tid] = allowed, int(fields[36]), int(fields[11]) + int(fields[12])
@@ -164,8 +171,7 @@ def _busy_ticks(cores: tuple[int, ...]) -> int:
 
 def _own_ticks() -> int:
     """The clock ticks this process's threads used so far, ended ones included (/proc/self/stat)."""
-    with open("/proc/self/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()  # from field 3 (state) on
+    fields = stat_fields("/proc/self/stat")
     return int(fields[11]) + int(fields[12])
 
 
