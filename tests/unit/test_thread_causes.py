@@ -83,10 +83,56 @@ def test_a_span_open_around_a_blocked_thread_does_not_make_it_tracing(tmp_path):
                       stacks=stacks, cpu_share={"main": 1.0, "sleep": 0.01})
     out = report(tmp_path, builder)
     idle = out["idle_by_cause_us"]
-    assert idle["host_blocked"] == pytest.approx(730.0)  # [120, 850]
-    assert idle["host_tracing"] == pytest.approx(70.0)  # [100, 120] and [850, 900]
+    # [120, 850] but its last 1%: the thread ran on after the sleep (the run's 1% on a CPU)
+    assert idle["host_blocked"] == pytest.approx(730.0 * 0.99, abs=0.5)  # the sampler records whole microseconds
+    assert idle["host_tracing"] == pytest.approx(70.0 + 730.0 * 0.01, abs=0.5)  # [100, 120], [850, 900] and that 1%
     blocked = next(f for f in out["findings"] if f["kind"] == "host_blocked")
     assert blocked["source"] == "/work/train.py:25" and blocked["span"] == "train_step"
+
+
+SLEEP = f"{MAIN}\n/work/train.py:25 step"  # time.sleep, a C function: the sampler shows the line calling it
+
+
+def line_costs(out: dict) -> dict[tuple[str, str], float]:
+    return {(row["source"], row["cause"]): row["idle_us"] for row in out["idle_by_line"]}
+
+
+def test_a_blocking_lines_time_after_it_returned_is_the_next_lines(tmp_path):
+    """The thread sleeps [100, 500], then runs on into its forward; the sampler, backed off on a busy
+    host, saw the forward only at 600: the sleep's run [100, 600] was on a CPU 20% of its time. Its
+    blocked time comes first (a sleep returns, then the thread runs), and the time after it is the
+    forward's, which the sampler saw late: not tracing at the sleep's line."""
+    builder, host = frame()
+    host.line("python", line_id=1).event("SyncTensorsGraphInternal", 920, 30)
+    stacks = {"main": MAIN, "sleep": SLEEP, "forward": f"{MAIN}\n/work/model.py:5 forward"}
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 600, "sleep"), (600, 900, "forward"),
+                                                    (900, 1000, "main")],
+                      stacks=stacks, cpu_share={"main": 1.0, "sleep": 0.2, "forward": 1.0})
+    out = report(tmp_path, builder)
+    assert out["idle_by_cause_us"]["host_blocked"] == pytest.approx(400.0)
+    assert out["idle_by_cause_us"]["host_tracing"] == pytest.approx(400.0)
+    costs = line_costs(out)
+    assert costs[("/work/train.py:25", "host_blocked")] == pytest.approx(400.0)
+    assert costs[("/work/model.py:5", "host_tracing")] == pytest.approx(400.0)  # [500, 900]
+    assert ("/work/train.py:25", "host_tracing") not in costs
+
+
+def test_a_sleep_the_sampler_saw_late_after_a_sync_is_blocked_not_the_syncs_work(tmp_path):
+    """``torch_xla.sync()`` [100, 300] (waiting in torch_xla: the runtime at work), then a sleep the
+    sampler, backed off on a busy host, saw only at 600: its run in the sync's stack lasted to 600, off
+    the CPUs throughout. Once the sync returned the thread was no longer in the runtime: [300, 600] is
+    blocked, named by the line the sampler saw next, the sleep's."""
+    builder, host = frame()
+    host.line("python", line_id=1).event("SyncLiveTensorsGraph", 100, 200)
+    sync = f"{MAIN}\n/work/train.py:24 step\n/venv/lib/python3.11/site-packages/torch_xla/torch_xla.py:80 sync"
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 600, "sync"), (600, 900, "sleep"),
+                                                    (900, 1000, "main")],
+                      stacks={"main": MAIN, "sync": sync, "sleep": SLEEP},
+                      cpu_share={"main": 1.0, "sync": 0.0, "sleep": 0.0})
+    out = report(tmp_path, builder)
+    assert out["idle_by_cause_us"]["host_tracing"] == pytest.approx(200.0)  # the sync's own event
+    assert out["idle_by_cause_us"]["host_blocked"] == pytest.approx(600.0)
+    assert line_costs(out)[("/work/train.py:25", "host_blocked")] == pytest.approx(600.0)
 
 
 def one_traceme_report(tmp_path, name: str) -> dict:
@@ -263,6 +309,6 @@ def test_a_thread_waiting_for_a_loader_is_named_by_what_the_loader_did(tmp_path,
                                                     vocabulary.PY_THREAD_NAME_STAT: "loader",
                                                     vocabulary.PY_CPU_STAT: 5})
     out = report(tmp_path, builder)
-    assert out["idle_by_cause_us"]["host_blocked"] == pytest.approx(720.0)
+    assert out["idle_by_cause_us"]["host_blocked"] == pytest.approx(720.0 * 0.99, abs=0.5)  # [120, 840] but its 1% on a CPU
     blocked = next(f for f in out["findings"] if f["kind"] == "host_blocked")
     assert blocked["source"] == named

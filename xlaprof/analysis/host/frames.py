@@ -15,7 +15,8 @@ Contract:
   result), or one of its innermost frames ``multiprocessing``'s wait for another process (a
   DataLoader's worker processes, through a connection's poll or a queue's get): the thread is
   blocked on what another thread or process does, not on its own line.
-  ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
+  ``PyStack.in_runtime``: its innermost frame is torch's or torch_xla's (a wait there is the
+  runtime at work). ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
   ``PyStack.call_site_index``: the innermost frame in the user's own code (neither framework nor a
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
-from xlaprof.framework_files import is_framework_file, is_library_file
+from xlaprof.framework_files import is_framework_file, is_library_file, is_torch_file
 
 MAX_SOURCE_BYTES = 16 * 2**20  # a source file larger than this is not shown, only named
 # The standard library's modules whose waits are for another thread (see PyStack.waits_for_a_thread).
@@ -93,6 +94,12 @@ class PyStack:
         if is_framework_file(path) and path.endswith(_THREAD_WAIT_FILES):
             return True
         return any(f.file.replace("\\", "/").endswith(_PROCESS_WAIT_FILES) for f in self.frames[-_PROCESS_WAIT_DEPTH:])
+
+    @property
+    def in_runtime(self) -> bool:
+        """Whether the innermost frame is torch's or torch_xla's: a wait there is the runtime's work
+        (``loss.backward()`` waits for the autograd engine's device thread, which traces the backward)."""
+        return bool(self.frames) and is_torch_file(self.frames[-1].file)
 
     @property
     def in_autograd_engine(self) -> bool:

@@ -40,11 +40,18 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
 - ``sampled_work()``: from the training loop thread's sampled runs, the intervals where it ran
   Python and those where it was blocked on a line outside torch and torch_xla (a run blocked inside
   them is the runtime at work, e.g. ``loss.backward()`` waiting for the autograd engine's device
-  thread, so it counts as running), each as merged (starts, ends).
+  thread, so it counts as running, until the call provably returned: a ``moved_on`` mark, a sync's or
+  a read's end), each as merged (starts, ends). A run is split by its ``blocked_us``: blocked first,
+  running after (a sleep returns, and the thread runs the lines after it until the next sample sees
+  them), not given whole to the cause of most of its time; the rest of a runtime run after its call
+  returned, in proportion.
+- ``moment_stacks``: the runs that name a moment of the training thread's time
+  (``StackSamples.woken``: after a blocking call returned, the line the sampler saw next).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -54,7 +61,6 @@ from xlaprof.analysis.host.frames import PyStack
 from xlaprof.analysis.host.python_stacks import MAIN_THREAD, StackSamples
 from xlaprof.analysis.host.read_positions import named_by_position
 from xlaprof.analysis.host.span_index import SpanIndex, compiler_rows
-from xlaprof.framework_files import is_torch_file
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
 from xlaprof.xspace.reader import XSpaceData
@@ -186,10 +192,21 @@ class HostActivity:
                                         main_line))
 
     def sampled_work(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-        start, end, stack, running = self.stacks.runs_on(self.main_line)
-        in_runtime = self._stack_flags(_in_runtime)
-        work = running | in_runtime[stack]
-        return intervals.merge(start[work], end[work]), intervals.merge(start[~work], end[~work])
+        start, end, stack, blocked_us = self.stacks.runs_on(self.main_line)
+        marks = np.r_[-np.inf, self.stacks.moved_on.get(self.main_line, np.zeros(0))]
+        last = marks[np.searchsorted(marks, end, side="left") - 1]  # when the thread last left a line before
+        left = np.where(last > start, last, end)
+        runtime_end = np.where(self.stacks.in_runtime[stack], left, start)
+        after = end - runtime_end
+        woke = runtime_end + blocked_us * after / np.maximum(end - start, 1e-9)
+        blocked = woke > runtime_end
+        return (intervals.merge(np.concatenate((start, woke)), np.concatenate((runtime_end, end))),
+                intervals.merge(runtime_end[blocked], woke[blocked]))
+
+    @cached_property
+    def moment_stacks(self) -> StackSamples:
+        """The sampled runs that name a moment of a thread's time (``StackSamples.woken``)."""
+        return self.stacks.woken()
 
     def frame_compiling(self) -> tuple[np.ndarray, np.ndarray]:
         """The training loop thread's sampled runs inside TorchDynamo's compile of a Python frame into
@@ -282,12 +299,6 @@ def _compile_stacks(compiles: EventSet, reads: EventSet, read_stack: np.ndarray,
     by_read = read_stack[held[in_read]]
     found[in_read] = np.where(by_read >= 0, by_read, found[in_read])
     return found
-
-
-def _in_runtime(stack: PyStack) -> bool:
-    """Whether the stack's innermost frame is torch's or torch_xla's: a wait there is the runtime's work
-    (``loss.backward()`` waits for the autograd engine's device thread, which traces the backward)."""
-    return bool(stack.frames) and is_torch_file(stack.frames[-1].file)
 
 
 def _compiling_a_frame(stack: PyStack) -> bool:

@@ -35,6 +35,8 @@ add up to its idle time. The rules:
    thread waiting for another thread (a queue's get: ``MpDeviceLoader`` waiting for its loader) is
    named by a sampled thread working then on a line it can name (the loader's slow collate): the
    root of the wait (a loader thread itself waiting, for a DataLoader's worker processes, is none).
+   A moment is named by ``HostActivity.moment_stacks``: after a blocking call returned, the thread
+   ran the line the sampler saw next.
 A blocking read here is the whole Python call that reads (``HostActivity.transfers_from_device``):
 the forced early run of a partial graph, its tracing, sync and barrier wait belong to the read,
 since without the read that partial graph would not run apart.
@@ -142,7 +144,7 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(host.transfers_from_device, g0, g1, *compiling)
 
     # The training thread's sampled runs cut pieces too: each piece is one run's, named by its stack.
-    run_starts = host.stacks.runs_on(host.main_line)[0]
+    run_starts = host.moment_stacks.runs_on(host.main_line)[0]
     points = [g0, g1, read_start, read_end, run_starts[(run_starts > w0) & (run_starts < w1)]]
     for code in range(1, len(CAUSES)):
         s, e = intervals.clip(causes.starts[code], causes.ends[code], w0, w1)
@@ -170,10 +172,10 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     piece_gap, piece_cause = gap[first], state[first]
 
     span, line, when, until, read, compiled = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
-    stack = host.stacks.at(line, when, until) if len(host.stacks) else np.full(start.size, -1, np.int64)
+    stack = host.moment_stacks.at(line, when, until) if len(host.stacks) else np.full(start.size, -1, np.int64)
     blocked = np.flatnonzero((piece_cause == CODE[Cause.HOST_BLOCKED]) & (stack >= 0))
     if blocked.size:  # waiting for another thread: the root is what that thread was doing (rule 4)
-        stack[blocked] = host.stacks.working_threads(stack[blocked], when[blocked], host.main_line)
+        stack[blocked] = host.moment_stacks.working_threads(stack[blocked], when[blocked], host.main_line)
     stack[read >= 0] = host.read_stack[read[read >= 0]]  # a read's: its call's, as the reads have it
     stack[compiled >= 0] = host.compile_stack[compiled[compiled >= 0]]  # a compile's: as its record has it
     return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span, stack)
