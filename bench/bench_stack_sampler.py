@@ -20,7 +20,12 @@ changed), and the CPU the emitter threads used. ``--runs N``
 repeats each workload in N fresh processes (their rounds pooled). Run from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 4] [--blocks 40] [--steps 10] [--hz 1000]
-        [--switch-interval-ms 5] [--backoff-ms 1]
+        [--switch-interval-ms 5] [--backoff-ms 1] [--pin-cores]
+
+With ``--pin-cores`` the process's Python threads (the main thread, the sampler's emitters) and torch's
+autograd engine thread run on one core, the CPU device's native threads on the other
+(``ab_harness.pin_host_and_device``, as the corpus' A/B arms run): on the CPU device the device
+computes on the host's cores, and unpinned its threads and the sampler's compete for both.
 """
 from __future__ import annotations
 
@@ -131,8 +136,13 @@ class _CountingWatcher:
 
 
 def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms: float | None,
-          backoff_ms: float | None) -> dict:
+          backoff_ms: float | None, pin_cores: bool) -> dict:
     from collectors import stack_sampler
+
+    if pin_cores:
+        from tests.support.workloads.ab_harness import pin_host_and_device
+
+        pin_host_and_device()
 
     if switch_interval_ms is not None:
         stack_sampler.SWITCH_INTERVAL_S = switch_interval_ms / 1000
@@ -222,19 +232,24 @@ def main() -> None:
     parser.add_argument("--backoff-ms", type=float, default=None,
                         help="the longest period an emitter backs off to when the GIL is busy "
                              "(default: the sampler's own; 1000/hz: no back-off)")
+    parser.add_argument("--pin-cores", action="store_true",
+                        help="the Python threads (the sampler's among them) on the first core, the CPU device's "
+                             "threads on the second")
     parser.add_argument("--child", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.hz, args.steps, args.blocks, args.switch_interval_ms,
-                               args.backoff_ms)))
+                               args.backoff_ms, args.pin_cores)))
         return
     forwarded = ["--hz", str(args.hz), "--steps", str(args.steps), "--blocks", str(args.blocks)]
+    forwarded += ["--pin-cores"] if args.pin_cores else []
     for flag, value in (("--switch-interval-ms", args.switch_interval_ms), ("--backoff-ms", args.backoff_ms)):
         if value is not None:
             forwarded += [flag, str(value)]
     print(f"stack_hz={args.hz:g}, {args.runs} runs x {args.blocks} blocks x {args.steps} steps per condition"
           + (f", switch interval {args.switch_interval_ms:g} ms" if args.switch_interval_ms is not None else "")
-          + (f", back-off up to {args.backoff_ms:g} ms" if args.backoff_ms is not None else ""))
+          + (f", back-off up to {args.backoff_ms:g} ms" if args.backoff_ms is not None else "")
+          + (", pinned: Python on one core, the device on the other" if args.pin_cores else ""))
     for workload in args.workload or WORKLOADS:
         runs = []
         for _ in range(args.runs):
