@@ -135,6 +135,26 @@ def test_a_sleep_the_sampler_saw_late_after_a_sync_is_blocked_not_the_syncs_work
     assert line_costs(out)[("/work/train.py:25", "host_blocked")] == pytest.approx(600.0)
 
 
+@pytest.mark.parametrize("loader_runs, blocked", [(True, 420.0), (False, 0.0)])
+def test_time_off_the_cpus_while_a_loader_thread_ran_python_is_blocked_even_in_torch(tmp_path, loader_runs, blocked):
+    """The training thread in ``loss.backward()`` [100, 800] (in torch: the runtime at work) was off the
+    CPUs 60% of that run. Where the process's loader thread ran Python meanwhile, the training thread
+    waited for the GIL the loader held: blocked, waiting for input. With no other Python thread
+    running, the same run is the runtime's work."""
+    builder, host = frame()
+    host.line("python", line_id=1).event("SyncTensorsGraphInternal", 920, 30)
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 800, "backward"), (800, 1000, "main")],
+                      stacks={"main": MAIN, "backward": BACKWARD}, cpu_share={"main": 1.0, "backward": 0.4})
+    if loader_runs:
+        host.line("loader", line_id=3).event("TensorCollectionBarrier", 10, 5)  # the loader thread's own line
+        host.line(f"{vocabulary.STACK_LINE_PREFIX}loader").event("collate", 0, 1000, **{
+            vocabulary.PY_STACK_STAT: "/usr/lib/python3.11/threading.py:1002 _bootstrap\n/work/data.py:13 collate",
+            vocabulary.PY_THREAD_STAT: 3, vocabulary.PY_THREAD_NAME_STAT: "loader", vocabulary.PY_CPU_STAT: 1000})
+    idle = report(tmp_path, builder)["idle_by_cause_us"]
+    assert idle["host_blocked"] == pytest.approx(blocked)
+    assert idle["host_tracing"] == pytest.approx(800.0 - blocked)
+
+
 def one_traceme_report(tmp_path, name: str) -> dict:
     """The frame with one TraceMe ``name`` on the Python thread over [100, 800] and a sync at 850."""
     builder, host = frame()

@@ -44,7 +44,8 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   a read's end), each as merged (starts, ends). A run is split by its ``blocked_us``: blocked first,
   running after (a sleep returns, and the thread runs the lines after it until the next sample sees
   them), not given whole to the cause of most of its time; the rest of a runtime run after its call
-  returned, in proportion.
+  returned, in proportion. Time off the CPUs waiting for the GIL other sampled Python threads held
+  (``StackSamples.waits_for_others_us``) is blocked, in torch or not: the thread waited for them.
 - ``moment_stacks``: the runs that name a moment of the training thread's time
   (``StackSamples.woken``: after a blocking call returned, the line the sampler saw next).
 """
@@ -193,10 +194,12 @@ class HostActivity:
 
     def sampled_work(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         start, end, stack, blocked_us = self.stacks.runs_on(self.main_line)
+        for_others = self.stacks.waits_for_others_us(self.main_line)
+        blocked_us = np.where(for_others > 0, for_others, blocked_us)
         marks = np.r_[-np.inf, self.stacks.moved_on.get(self.main_line, np.zeros(0))]
         last = marks[np.searchsorted(marks, end, side="left") - 1]  # when the thread last left a line before
         left = np.where(last > start, last, end)
-        runtime_end = np.where(self.stacks.in_runtime[stack], left, start)
+        runtime_end = np.where(self.stacks.in_runtime[stack] & (for_others == 0), left, start)
         after = end - runtime_end
         woke = runtime_end + blocked_us * after / np.maximum(end - start, 1e-9)
         blocked = woke > runtime_end

@@ -30,7 +30,9 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   run-queue wait count CPU time only), where that is at least ``WOKEN_SHARE`` of the run; the rest of
   the run it was running Python. A run off the CPUs less than that ran Python and waited now and then
   (for the GIL another thread held, a lock): 0. Runs recorded without CPU times (older captures)
-  count as running throughout.
+  count as running throughout. ``off_cpu_us``: the run's time off the CPUs, whatever its share.
+  ``waits_for_others_us(line)``: per run of ``line``, its thread's time off the CPUs where that was a
+  wait for the GIL the process's other sampled Python threads held (see the method), else 0.
   ``runs_on(line)``: the runs of one host line as (start, end, stack, blocked_us) arrays.
 - ``woken()``: the runs as they name the moments of a thread's time (see the method): a run blocked
   at least ``WOKEN_SHARE`` of its time on a line outside torch and torch_xla ends where its thread
@@ -44,6 +46,7 @@ from functools import cached_property
 
 import numpy as np
 
+from xlaprof.analysis.common import intervals
 from xlaprof.analysis.common.notebook_repr import short_repr
 from xlaprof.analysis.host.frames import PyStack, parse_stack
 from xlaprof.xspace import vocabulary
@@ -115,10 +118,28 @@ class StackSamples:
         return list(self._ranges)
 
     @property
-    def blocked_us(self) -> np.ndarray:
+    def off_cpu_us(self) -> np.ndarray:
+        """Per run, the time its thread was neither on a CPU nor runnable (0 where unknown)."""
         duration = self.end - self.start
-        blocked = np.where(np.isnan(self.cpu_us), 0.0, np.clip(duration - np.nan_to_num(self.cpu_us), 0.0, duration))
-        return np.where(blocked >= WOKEN_SHARE * duration, blocked, 0.0)
+        return np.where(np.isnan(self.cpu_us), 0.0, np.clip(duration - np.nan_to_num(self.cpu_us), 0.0, duration))
+
+    @property
+    def blocked_us(self) -> np.ndarray:
+        off = self.off_cpu_us
+        return np.where(off >= WOKEN_SHARE * (self.end - self.start), off, 0.0)
+
+    def waits_for_others_us(self, line: int) -> np.ndarray:
+        """Per run of ``line``: its thread's time off the CPUs where, meanwhile, the process's other
+        sampled Python threads (not themselves waiting for a thread) ran Python for at least half as
+        long: it waited for the GIL they held (a loader's threads collating batches), inside torch or
+        not; else 0."""
+        lo, hi = self._ranges.get(int(line), (0, 0))
+        others = ((self.line != line) & (np.nan_to_num(self.cpu_us) >= WOKEN_SHARE * (self.end - self.start))
+                  & ~self.waiting[self.stack])
+        starts, ends = intervals.merge(self.start[others], self.end[others])
+        ran = intervals.measure_between(starts, ends, self.start[lo:hi], self.end[lo:hi])
+        off = self.off_cpu_us[lo:hi]
+        return np.where(ran >= WOKEN_SHARE * off, off, 0.0)
 
     @cached_property
     def waiting(self) -> np.ndarray:
