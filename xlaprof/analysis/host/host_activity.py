@@ -216,12 +216,8 @@ class HostActivity:
         a graph (``torch.compile``: its bytecode tracing, AOT autograd, the backend's setup), merged:
         compile work, however much of it is Python."""
         start, end, stack, _ = self.stacks.runs_on(self.main_line)
-        compiling = self._stack_flags(_compiling_a_frame)
+        compiling = self.stacks.flags(_compiling_a_frame)
         return intervals.merge(start[compiling[stack]], end[compiling[stack]])
-
-    def _stack_flags(self, holds) -> np.ndarray:
-        """``holds(stack)`` per stack id, and False at -1 (a run without a stack)."""
-        return np.array([holds(s) for s in self.stacks.stacks] + [False], bool)
 
     def span_at(self, line: int, t: float) -> int:
         """The innermost user span at ``t`` on ``line`` (the main line when ``line`` < 0)."""

@@ -23,7 +23,8 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   collate; ``named[i]``: whether stack ``i`` has a ``source``).
 - ``stacks[i]`` is the ``PyStack`` of stack id ``i``; ``waiting[i]`` whether it waits for another
   thread (one array per ``StackSamples``, made on first use; ``waiting[-1]``, no stack, is False);
-  ``in_autograd_engine[i]`` likewise, whether it is in the autograd engine's entry (``backward()``).
+  ``in_autograd_engine[i]`` likewise, whether it is in the autograd engine's entry (``backward()``);
+  ``flags(holds)`` any such array, ``holds(stack)`` per stack id.
 - ``blocked_us``: per run, the time its thread was blocked on the run's line (a sleep, a queue, a
   read): the run's time less the sampler's ``py_cpu_us`` (the time the thread was on a CPU, or
   runnable and waiting for one on a loaded host; captures made before the sampler counted the
@@ -117,13 +118,13 @@ class StackSamples:
     def sampled_lines(self) -> list[int]:
         return list(self._ranges)
 
-    @property
+    @cached_property
     def off_cpu_us(self) -> np.ndarray:
-        """Per run, the time its thread was neither on a CPU nor runnable (0 where unknown)."""
+        """Per run, the time its thread was neither on a CPU nor runnable (0 where unknown): computed once."""
         duration = self.end - self.start
         return np.where(np.isnan(self.cpu_us), 0.0, np.clip(duration - np.nan_to_num(self.cpu_us), 0.0, duration))
 
-    @property
+    @cached_property
     def blocked_us(self) -> np.ndarray:
         off = self.off_cpu_us
         return np.where(off >= WOKEN_SHARE * (self.end - self.start), off, 0.0)
@@ -141,28 +142,32 @@ class StackSamples:
         off = self.off_cpu_us[lo:hi]
         return np.where(ran >= WOKEN_SHARE * off, off, 0.0)
 
+    def flags(self, holds) -> np.ndarray:
+        """``holds(stack)`` per stack id, and a last False for -1 (a run without a stack)."""
+        return np.array([holds(s) for s in self.stacks] + [False], bool)
+
     @cached_property
     def waiting(self) -> np.ndarray:
         """Per stack id, whether the stack waits for another thread (``PyStack.waits_for_a_thread``),
         and a last False for -1 (no stack): computed once, on first use."""
-        return np.array([s.waits_for_a_thread for s in self.stacks] + [False], bool)
+        return self.flags(lambda s: s.waits_for_a_thread)
 
     @cached_property
     def named(self) -> np.ndarray:
         """Per stack id, whether it has a line to name (``PyStack.source``), and a last False for -1."""
-        return np.array([s.source is not None for s in self.stacks] + [False], bool)
+        return self.flags(lambda s: s.source is not None)
 
     @cached_property
     def in_runtime(self) -> np.ndarray:
         """Per stack id, whether its innermost frame is torch's or torch_xla's (``PyStack.in_runtime``),
         and a last False for -1: computed once, on first use."""
-        return np.array([s.in_runtime for s in self.stacks] + [False], bool)
+        return self.flags(lambda s: s.in_runtime)
 
     @cached_property
     def in_autograd_engine(self) -> np.ndarray:
         """Per stack id, whether it is in the autograd engine's entry (``PyStack.in_autograd_engine``),
         and a last False for -1: computed once, on first use."""
-        return np.array([s.in_autograd_engine for s in self.stacks] + [False], bool)
+        return self.flags(lambda s: s.in_autograd_engine)
 
     def runs_on(self, line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         lo, hi = self._ranges.get(int(line), (0, 0))
