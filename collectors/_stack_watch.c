@@ -24,10 +24,11 @@
  * /proc schedstat (its CPU time where that cannot be read): the caller tells the time the thread ran
  * Python from the time it was blocked (in a sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the
  * sample that returned last was taken, with `wanted_ns`, before the wait for the GIL, where the thread
- * kept the GIL through most of that wait (its CPU clock ran: a long C call such as gc.collect(),
- * which lets go of it only once it returns): it ran, from then on, the line of the stack read once
- * the GIL came. Where it did not (it waited for the GIL too), `sampled_ns` is when the stack was
- * read, as the line it waited at is known from then. The caller records the event later (once it
+ * kept the GIL through most of that wait (it was on a CPU or runnable: a long C call such as
+ * gc.collect(), which lets go of it only once it returns): it ran, from then on, the line of the
+ * stack read once the GIL came. Where it did not (it waited for the GIL too), `sampled_ns` is when
+ * the stack was read, as the line it waited at is known from then, and `wanted_ns` is read again
+ * then: a run's time and its CPU time are always of the same two moments. The caller records the event later (once it
  * has the GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames and
  * `kept` how many of its outermost frames (code and line) are those of the stack returned before:
  * the caller formats only the `depth - kept` innermost ones.
@@ -233,28 +234,27 @@ static int ran(Watcher *w) {
     return moved;
 }
 
-/* Whether the thread kept the GIL through most of a wait for it of `waited_s` that began with its CPU
- * clock at `cpu_ns` (a long C call, such as gc.collect(), running all along), rather than waiting
- * for it too (another thread held it). */
-static int kept_the_gil(Watcher *w, long long cpu_ns, double waited_s) {
-    long long now_ns = thread_cpu_ns(w);
-    return cpu_ns >= 0 && now_ns >= cpu_ns && (double)(now_ns - cpu_ns) * 1e-9 >= 0.5 * waited_s;
-}
-
 /* The time the thread was on a CPU or runnable: schedstat's first two fields (run and run-queue wait,
- * ns); its CPU time where schedstat cannot be read. */
-static void read_wanted(Watcher *w) {
+ * ns); its CPU time where schedstat cannot be read (-1 where neither can). */
+static long long wanted_now(Watcher *w) {
     char text[96];
     ssize_t n = w->sched_fd > 0 ? pread(w->sched_fd, text, sizeof text - 1, 0) : -1;
     unsigned long long run_ns, wait_ns;
     if (n > 0) {
         text[n] = '\0';
         if (sscanf(text, "%llu %llu", &run_ns, &wait_ns) == 2) {
-            w->wanted_ns = (long long)(run_ns + wait_ns);
-            return;
+            return (long long)(run_ns + wait_ns);
         }
     }
-    w->wanted_ns = w->cpu_ns;
+    return thread_cpu_ns(w);
+}
+
+/* Whether the thread kept the GIL through most of a wait for it of `waited_s` that began with its
+ * wanted time at `before_ns` and has it at `now_ns` (a long C call, such as gc.collect(), running all
+ * along, or runnable where the host's cores were busy), rather than waiting for it too (asleep while
+ * another thread held it). */
+static int kept_the_gil(long long before_ns, long long now_ns, double waited_s) {
+    return before_ns >= 0 && now_ns >= before_ns && (double)(now_ns - before_ns) * 1e-9 >= 0.5 * waited_s;
 }
 
 /* The stack as ((code, line), ...), innermost first. */
@@ -287,14 +287,20 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
             woke = now_s();
             w->samples++;
         } while (woke < deadline && !ran(w));
-        read_wanted(w); /* a syscall: before the GIL is taken, never while the sampled thread waits for it */
+        w->wanted_ns = wanted_now(w); /* a syscall: before the GIL is taken, not while the sampled thread waits for it */
         sampled = now_s();
         Py_END_ALLOW_THREADS
         double came = now_s();
         w->compared++;
         w->sleep_s = came - asleep - pause > w->late_s ? Py_MIN(2 * w->sleep_s, w->max_backoff_s) : w->period_s;
-        if (came - sampled > w->late_s && !kept_the_gil(w, w->cpu_ns, came - sampled)) {
-            sampled = came; /* it waited for the GIL too: at the stack read now, from when it is read */
+        if (came - sampled > w->late_s) {
+            long long now_ns = wanted_now(w);
+            if (!kept_the_gil(w->wanted_ns, now_ns, came - sampled)) {
+                /* it waited for the GIL too: at the stack read now, from when it is read, with the time
+                 * it wanted a CPU until now (the event's CPU time and its span must be of one moment) */
+                sampled = came;
+                w->wanted_ns = now_ns;
+            }
         }
         w->sampled_ns = (long long)(sampled * 1e9);
         PyFrameObject *top = innermost_frame(w->ident);

@@ -1,6 +1,7 @@
 """The stack sampler's C loop (collectors/_stack_watch.c) on real threads."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -243,14 +244,20 @@ def test_a_running_thread_that_moves_to_another_line_of_its_function_is_seen_at_
     assert 0.15 < waited < 2.0  # the change was found at a sample, not at the timeout
 
 
-def test_a_sample_taken_while_the_thread_keeps_the_gil_is_timed_before_its_wait_for_it():
+@pytest.mark.parametrize("spinners", [0, 2])
+def test_a_sample_taken_while_the_thread_keeps_the_gil_is_timed_before_its_wait_for_it(spinners):
     """A thread in a C call that keeps the GIL (a sum over a range, as gc.collect() on a big heap) is
     read once the call returns; the sample's time (``sampled_ns``) is when it was taken, before the
-    wait, so that the call's time goes to the stack read after it, as its CPU time does."""
+    wait, so that the call's time goes to the stack read after it, as its CPU time does. Also where
+    the thread shares its core with two other processes' spinning threads, running a third of the time:
+    it was runnable the rest, and kept the GIL all along."""
     started, hold, park = threading.Event(), {}, threading.Event()
     numbers = range_lasting(0.2)
+    core = sorted(os.sched_getaffinity(0))[0]
 
     def holding() -> None:
+        if spinners:
+            os.sched_setaffinity(0, {core})  # this thread only: share the spinners' core
         started.set()
         time.sleep(0.05)  # parked: the watcher's first stack
         hold["start_ns"] = time.monotonic_ns()
@@ -258,19 +265,22 @@ def test_a_sample_taken_while_the_thread_keeps_the_gil_is_timed_before_its_wait_
         hold["end_ns"] = time.monotonic_ns()
         park.wait()
 
-    sum_line = holding.__code__.co_firstlineno + 4
+    sum_line = holding.__code__.co_firstlineno + 6
 
-    thread = threading.Thread(target=holding, daemon=True)
-    thread.start()
-    started.wait()
-    try:
-        watcher = watcher_of(thread)
-        while watcher.wait(5.0)[0][1] < sum_line:  # until the stack read once the sum let go of the GIL
-            pass
-        sampled_ns = watcher.sampled_ns
-    finally:
-        park.set()
-        thread.join()
+    with contextlib.ExitStack() as spinning_processes:
+        for _ in range(spinners):
+            spinning_processes.enter_context(spinning(core))
+        thread = threading.Thread(target=holding, daemon=True)
+        thread.start()
+        started.wait()
+        try:
+            watcher = watcher_of(thread)
+            while watcher.wait(5.0)[0][1] < sum_line:  # until the stack read once the sum let go of the GIL
+                pass
+            sampled_ns = watcher.sampled_ns
+        finally:
+            park.set()
+            thread.join()
     half_way = hold["start_ns"] + (hold["end_ns"] - hold["start_ns"]) // 2
     assert hold["start_ns"] - 5_000_000 <= sampled_ns < half_way, (sampled_ns - hold["start_ns"],
                                                                    hold["end_ns"] - hold["start_ns"])
