@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,12 +17,10 @@ import psutil
 import pytest
 
 from collectors.server import free_port
+from tests.support.dask_processes import START_S as WAIT_S, start_scheduler, start_worker
 from tests.support.synthetic import training_capture, write_session
 from tests.support.workers import REPO, run_cli
 from xlaprof.dask_tasks import NO_WORKER_GRACE_S
-
-WAIT_S = 60  # for processes to start on a loaded 2-core machine
-
 
 @pytest.fixture(scope="module")
 def pod(tmp_path_factory):
@@ -32,25 +29,14 @@ def pod(tmp_path_factory):
     return write_session(logdir, "pod", captures)
 
 
-def _dask() -> str:
-    dask = shutil.which("dask", path=os.path.dirname(sys.executable))
-    assert dask, "the dask command comes with dask.distributed"
-    return dask
-
-
 @pytest.fixture
-def cluster():
+def cluster(tmp_path):
     """A scheduler and two workers named A and B, each its own process; all stopped after."""
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=REPO)
-    processes = {"scheduler": subprocess.Popen([_dask(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                                "--no-dashboard"], **quiet)}
+    scheduler, address = start_scheduler(tmp_path)
+    processes = {"scheduler": scheduler}
     try:
         for name in ("A", "B"):
-            processes[name] = subprocess.Popen([_dask(), "worker", address, "--no-nanny", "--nthreads", "1",
-                                                "--name", name, "--no-dashboard", "--host", "127.0.0.1"], **quiet)
+            processes[name] = start_worker(tmp_path, address, name, "--no-nanny")
         from distributed import Client
 
         with Client(address, timeout=f"{WAIT_S}s") as client:

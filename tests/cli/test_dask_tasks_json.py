@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 
-from collectors.server import free_port
+from tests.support.dask_processes import START_S, start_scheduler, start_worker
 from tests.support.synthetic import training_capture, write_session
-from tests.support.workers import REPO, run_cli
+from tests.support.workers import run_cli
 
 TASK = "summarize_worker_task"
 
@@ -28,23 +25,17 @@ def pod(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def scheduler():
+def scheduler(tmp_path_factory):
     """A real scheduler and one real worker process, as a person starts them; stopped after."""
-    dask = shutil.which("dask", path=os.path.dirname(sys.executable))
-    assert dask, "the dask command comes with dask.distributed"
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=REPO)
-    processes = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                   "--no-dashboard"], **quiet)]
+    directory = tmp_path_factory.mktemp("dask")
+    scheduler, address = start_scheduler(directory)
+    processes = [scheduler]
     try:
-        processes.append(subprocess.Popen([dask, "worker", address, "--nworkers", "1", "--nthreads", "1",
-                                           "--no-dashboard", "--host", "127.0.0.1"], **quiet))
+        processes.append(start_worker(directory, address, "one"))
         from distributed import Client
 
-        with Client(address, timeout="60s") as client:
-            client.wait_for_workers(1, timeout=60)
+        with Client(address, timeout=f"{START_S}s") as client:
+            client.wait_for_workers(1, timeout=START_S)
             yield address, client
     finally:
         for process in reversed(processes):
