@@ -30,7 +30,7 @@ def _popen(args: list[str], log: Path) -> subprocess.Popen:
         return subprocess.Popen([_dask(), *args], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
 
 
-def log_tail(log: Path, lines: int = 20) -> str:
+def _log_tail(log: Path, lines: int = 20) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else "(no log)"
 
 
@@ -47,7 +47,7 @@ def start_scheduler(directory: Path) -> tuple[subprocess.Popen, str]:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            raise AssertionError(f"the dask scheduler did not start (exit {process.poll()}):\n{log_tail(log)}")
+            raise AssertionError(f"the dask scheduler did not start (exit {process.poll()}):\n{_log_tail(log)}")
         time.sleep(0.1)
 
 
