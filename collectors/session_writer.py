@@ -11,7 +11,9 @@ staging directory, if any, and the directories above it that the claim created (
 (a full disk), leaves no trace in the logdir; sessions listed by ``xlaprof.session.list_sessions``
 are always complete; nothing outside the staging directory is ever written, nor removed but those
 empty directories. A write that fails (``OSError``) is ``XlaprofError`` naming the run's path and
-the file, and saying that nothing was kept (once the caller discards).
+the file, and saying that nothing was kept (once the caller discards). The claim is made and
+recorded with the command's Ctrl-C and SIGTERM held back (``xlaprof.interrupts.held``): an interrupt
+that came as the staging directory was made left it behind, unrecorded, for no discard to remove.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import uuid
 
 from xlaprof._version import __version__
 from xlaprof.errors import XlaprofError
+from xlaprof.interrupts import held
 from xlaprof.session import storage
 from xlaprof.session.layout import new_run_name, profile_root, scratch_name, staging_name, worker_file_name
 from xlaprof.session.manifest import write_manifest
@@ -92,11 +95,12 @@ class StagedSession:
         while self.staging is None:
             staging = storage.join(profile_root(self.logdir), staging_name(self.run))
             self.created = self.created or _missing_directories(os.path.dirname(staging))
-            if storage.make_new_dir(staging):
-                if not storage.exists(self.final_path):
-                    self.staging = staging
-                    break
-                storage.remove_tree(staging)  # ours, just made: a run of that name was finished meanwhile
+            with held():  # made and recorded together: an interrupted capture's discard() removes it
+                if storage.make_new_dir(staging):
+                    if not storage.exists(self.final_path):
+                        self.staging = staging
+                        break
+                    storage.remove_tree(staging)  # ours, just made: a run of that name was finished meanwhile
             self.run = self._free_name()  # another capture took the name since this one began
         return self.staging
 

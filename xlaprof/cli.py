@@ -24,6 +24,7 @@ import sys
 from xlaprof import cli_options as options
 from xlaprof._version import __version__
 from xlaprof.errors import XlaprofError
+from xlaprof.interrupts import Interrupted, Signals
 
 EXIT_OK, EXIT_BUDGET_EXCEEDED, EXIT_BAD_INPUT, EXIT_PARTIAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -31,31 +32,6 @@ DEFAULT_LOGDIR = "xlaprof-logs"
 # The environment variables the read limits travel in (xlaprof.session.model, xlaprof.session.storage).
 CAPTURE_SIZE_ENV, REMOTE_TIMEOUT_ENV = "XLAPROF_MAX_CAPTURE_SIZE", "XLAPROF_REMOTE_TIMEOUT"
 DASK_TIMEOUT_ENV = "XLAPROF_DASK_TIMEOUT"  # the Dask scheduler's connect timeout (xlaprof.dask_tasks checks it)
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM, raised in the main thread as Ctrl-C is, so every cleanup runs."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class _Signals:
-    """The first SIGINT/SIGTERM raises ``Interrupted``; later ones are recorded and ignored."""
-
-    def __init__(self) -> None:
-        self.armed = True
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self._handle)
-
-    def _handle(self, signum: int, _frame) -> None:
-        if self.armed:
-            self.armed = False
-            raise Interrupted(signum)
-
-    def disarm(self) -> None:
-        self.armed = False
 
 
 class _Deprecated(argparse.Action):
@@ -261,7 +237,7 @@ def run() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    signals = _Signals()
+    signals = Signals()
     try:
         args = build_parser().parse_args(argv)
         _logging(args.verbose)

@@ -1,7 +1,7 @@
 """The import direction of docs/ARCHITECTURE.md, enforced: every import of every module of the
 three packages (lazy ones inside functions included) is checked against an allow-list.
 
-    xlaprof._version, .errors, .units, .progress   leaves: no project imports
+    xlaprof._version, .errors, .units, .progress, .interrupts   leaves: no project imports
     xlaprof.xspace                      -> errors
     xlaprof.session                     -> errors, progress, xspace
     xlaprof.hlo                         -> errors, xspace
@@ -12,7 +12,8 @@ three packages (lazy ones inside functions included) is checked against an allow
     xlaprof.export                      -> errors, units, xspace, hlo, session, analysis (beside report)
     xlaprof.dask_tasks                  -> progress (runs tasks on Dask; knows no analysis)
     xlaprof.cli_options                 -> errors, session, collectors.capture (its duration bound)
-    collectors                          -> xlaprof._version, errors, progress, units, xspace, session
+    collectors                          -> xlaprof._version, errors, progress, units, xspace, session,
+                                           interrupts (a capture's claim held whole)
     dashboard                           -> any of xlaprof but the CLI; never collectors; inside it:
       dashboard.data                    -> no other part of the dashboard (how it reaches sessions)
       dashboard.views                   -> dashboard.data (view-models: figures' data, tables' rows)
@@ -53,13 +54,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "xlaprof.units": (),
     "xlaprof.progress": (),
     "xlaprof.framework_files": (),
+    "xlaprof.interrupts": (),
     "xlaprof.xspace": ("xlaprof.errors",),
     "xlaprof.session": ("xlaprof.errors", "xlaprof.progress", "xlaprof.xspace"),
     "xlaprof.hlo": ("xlaprof.errors", "xlaprof.xspace", "xlaprof.framework_files"),
     "xlaprof.analysis": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session"),
     # Its stages, added below from ANALYSIS_STAGES: each may import the stages before it only.
     "xlaprof.report": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),
-    "collectors": CORE + ("xlaprof.xspace", "xlaprof.session", "=xlaprof._version"),
+    "collectors": CORE + ("xlaprof.xspace", "xlaprof.session", "=xlaprof._version", "=xlaprof.interrupts"),
     # The demo workload plays the user: it instruments itself through the public facade.
     "collectors.demo_worker": CORE + ("=xlaprof",),
     "xlaprof.export": CORE + ("xlaprof.xspace", "xlaprof.hlo", "xlaprof.session", "xlaprof.analysis"),

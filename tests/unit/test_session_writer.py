@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -9,6 +10,8 @@ from collectors.session_writer import StagedSession
 from tests.support.synthetic import training_capture
 from tests.support.workers import run_python
 from xlaprof.errors import BadProfileError, XlaprofError
+from xlaprof.interrupts import Interrupted, Signals
+from xlaprof.session import storage
 from xlaprof.session import Session, list_sessions
 
 
@@ -91,3 +94,37 @@ def test_discard_keeps_directories_it_did_not_create(tmp_path, capture):
     staged.add_capture("localhost", 9012, capture)
     staged.discard()
     assert os.listdir(tmp_path / "plugins" / "profile") == ["other"]
+
+
+@pytest.fixture
+def command_signals():
+    """SIGINT and SIGTERM handled as the ``xlaprof`` command handles them; this process's handlers after."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = Signals()
+    yield signals
+    signals.disarm()
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+
+
+def test_a_signal_as_the_staging_directory_is_made_leaves_nothing_behind(tmp_path, capture, monkeypatch,
+                                                                         command_signals):
+    """SIGTERM the moment the claim made its directory, before the claim was recorded: the capture's
+    discard() still removes it (the claim holds the signal back until it is recorded)."""
+    make_new_dir = storage.make_new_dir
+
+    def made_then_signalled(path: str) -> bool:
+        made = make_new_dir(path)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled at this function's next instruction
+        return made
+
+    monkeypatch.setattr(storage, "make_new_dir", made_then_signalled)
+    logdir = tmp_path / "logs"
+    staged = StagedSession(str(logdir), "run")
+    with pytest.raises(Interrupted):
+        try:
+            staged.add_capture("localhost", 9012, capture)
+        except BaseException:
+            staged.discard()  # as capture_session does
+            raise
+    assert not logdir.exists()  # the staging directory and the directories above it that it made
