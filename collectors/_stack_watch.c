@@ -28,8 +28,8 @@
  * gc.collect(), which lets go of it only once it returns): it ran, from then on, the line of the
  * stack read once the GIL came. Where it did not (it waited for the GIL too), `sampled_ns` is when
  * the stack was read, as the line it waited at is known from then, and `wanted_ns` is read again
- * then: a run's time and its CPU time are always of the same two moments. The caller records the event later (once it
- * has the GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames and
+ * then: a run's time and its CPU time are always of the same two moments. The caller records the
+ * event later (once it has the GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames and
  * `kept` how many of its outermost frames (code and line) are those of the stack returned before:
  * the caller formats only the `depth - kept` innermost ones.
  *

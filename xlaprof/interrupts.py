@@ -59,6 +59,8 @@ def held() -> Iterator[None]:
         yield
     finally:
         _holding -= 1
-    if not _holding and _pending is not None:
-        signum, _pending = _pending, None
+        signum = None if _holding else _pending
+        if signum is not None:
+            _pending = None
+    if signum is not None:
         raise Interrupted(signum)

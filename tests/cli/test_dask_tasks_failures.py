@@ -17,10 +17,11 @@ import psutil
 import pytest
 
 from collectors.server import free_port
-from tests.support.dask_processes import START_S as WAIT_S, start_scheduler, start_worker
+from tests.support.dask_processes import START_S as WAIT_S, dask_cluster
 from tests.support.synthetic import training_capture, write_session
 from tests.support.workers import REPO, run_cli
 from xlaprof.dask_tasks import NO_WORKER_GRACE_S
+
 
 @pytest.fixture(scope="module")
 def pod(tmp_path_factory):
@@ -32,21 +33,8 @@ def pod(tmp_path_factory):
 @pytest.fixture
 def cluster(tmp_path):
     """A scheduler and two workers named A and B, each its own process; all stopped after."""
-    scheduler, address = start_scheduler(tmp_path)
-    processes = {"scheduler": scheduler}
-    try:
-        for name in ("A", "B"):
-            processes[name] = start_worker(tmp_path, address, name, "--no-nanny")
-        from distributed import Client
-
-        with Client(address, timeout=f"{WAIT_S}s") as client:
-            client.wait_for_workers(2, timeout=WAIT_S)
-            yield address, client, processes
-    finally:
-        for process in processes.values():
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=30)
+    with dask_cluster(tmp_path, {"A": ("--no-nanny",), "B": ("--no-nanny",)}) as running:
+        yield running
 
 
 def _worker_address(client, name: str) -> str:

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.support.dask_processes import START_S, start_scheduler, start_worker
+from tests.support.dask_processes import dask_cluster
 from tests.support.synthetic import training_capture, write_session
 from tests.support.workers import run_cli
 
@@ -27,21 +27,8 @@ def pod(tmp_path_factory):
 @pytest.fixture(scope="module")
 def scheduler(tmp_path_factory):
     """A real scheduler and one real worker process, as a person starts them; stopped after."""
-    directory = tmp_path_factory.mktemp("dask")
-    scheduler, address = start_scheduler(directory)
-    processes = [scheduler]
-    try:
-        processes.append(start_worker(directory, address, "one"))
-        from distributed import Client
-
-        with Client(address, timeout=f"{START_S}s") as client:
-            client.wait_for_workers(1, timeout=START_S)
-            yield address, client
-    finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=30)
+    with dask_cluster(tmp_path_factory.mktemp("dask"), {"one": ()}) as (address, client, _):
+        yield address, client
 
 
 def tasks_run(client) -> int:

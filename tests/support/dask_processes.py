@@ -5,12 +5,14 @@ can take the port between choosing it and binding it; each process's output goes
 that file, which a start that fails shows."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.support.workers import REPO
@@ -55,3 +57,31 @@ def start_worker(directory: Path, address: str, name: str, *options: str) -> sub
     """A worker process joining ``address``; its log is ``directory/worker-<name>.log``."""
     return _popen(["worker", address, "--name", name, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
                    *options], directory / f"worker-{name}.log")
+
+
+@contextlib.contextmanager
+def dask_cluster(directory: Path, workers: dict[str, tuple[str, ...]]) -> Iterator[tuple[str, object, dict]]:
+    """A scheduler and a worker per name (with its extra ``dask worker`` options), a ``Client`` once
+    they have all joined: (address, client, processes by name, the scheduler's "scheduler"). Those
+    still running after are ended, the workers first (SIGTERM: a nanny ends its worker; killed where
+    that does not end them, as a stopped one)."""
+    from distributed import Client
+
+    scheduler, address = start_scheduler(directory)
+    processes = {"scheduler": scheduler}
+    try:
+        for name, options in workers.items():
+            processes[name] = start_worker(directory, address, name, *options)
+        with Client(address, timeout=f"{START_S}s") as client:
+            client.wait_for_workers(len(workers), timeout=START_S)
+            yield address, client, processes
+    finally:
+        for process in reversed(processes.values()):
+            if process.poll() is None:
+                process.terminate()
+        for process in processes.values():
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -11,8 +11,7 @@ from tests.support.synthetic import training_capture
 from tests.support.workers import run_python
 from xlaprof.errors import BadProfileError, XlaprofError
 from xlaprof.interrupts import Interrupted, Signals
-from xlaprof.session import storage
-from xlaprof.session import Session, list_sessions
+from xlaprof.session import Session, list_sessions, storage
 
 
 @pytest.fixture(scope="module")
