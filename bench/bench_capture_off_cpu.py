@@ -21,21 +21,18 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TASKS = "/proc/self/task"
 NO_CAPTURE = "none"
 
 
 def emitters_cpu_ns() -> int:
     """CPU time (ns) so far of the sampler's emitter threads (named ``py <thread>``) of this process."""
-    total = 0
-    for tid in os.listdir(TASKS):
-        try:
-            with open(f"{TASKS}/{tid}/comm") as comm, open(f"{TASKS}/{tid}/schedstat") as stat:
-                if comm.read().startswith("py "):
-                    total += int(stat.read().split()[0])
-        except OSError:  # a thread that ended meanwhile
-            continue
-    return total
+    from tests.support.truth.step_recorder import TASKS, threads_cpu_ns
+    from xlaprof.xspace.vocabulary import STACK_LINE_PREFIX
+
+    def emitter(tid: str) -> bool:
+        with open(f"{TASKS}/{tid}/comm") as comm:
+            return comm.read().startswith(STACK_LINE_PREFIX)
+    return threads_cpu_ns(emitter)
 
 
 def child(case_name: str, arm: str) -> dict:

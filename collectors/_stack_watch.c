@@ -19,19 +19,19 @@
  * doubles, up to max_backoff_s, until it comes promptly again. `samples` counts the samples,
  * `compared` those that took the GIL. `cpu_ns` is the thread's CPU time (ns, -1 where it cannot be
  * read) as of the last sample. `wanted_ns` is, as of the last sample that compared the stack (read
- * without the GIL), the time the thread was on a
- * CPU or waiting for one (runnable: on a loaded host Python that wants to run waits there), from its
- * /proc schedstat (its CPU time where that cannot be read): the caller tells the time the thread ran
- * Python from the time it was blocked (in a sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the
- * sample that returned last was taken, with `wanted_ns`, before the wait for the GIL, where the thread
- * kept the GIL through most of that wait (it was on a CPU or runnable: a long C call such as
- * gc.collect(), which lets go of it only once it returns): it ran, from then on, the line of the
- * stack read once the GIL came. Where it did not (it waited for the GIL too), `sampled_ns` is when
- * the stack was read, as the line it waited at is known from then, and `wanted_ns` is read again
- * then: a run's time and its CPU time are always of the same two moments. The caller records the
- * event later (once it has the GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames and
- * `kept` how many of its outermost frames (code and line) are those of the stack returned before:
- * the caller formats only the `depth - kept` innermost ones.
+ * without the GIL), the time the thread was on a CPU or waiting for one (runnable: on a loaded host
+ * Python that wants to run waits there), from its /proc schedstat (its CPU time where that cannot
+ * be read): the caller tells the time the thread ran Python from the time it was blocked (in a
+ * sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the sample that returned last
+ * was taken, with `wanted_ns`, before the wait for the GIL, where the thread kept the GIL through
+ * most of that wait (it was on a CPU or runnable: a long C call such as gc.collect(), which lets go
+ * of it only once it returns): it ran, from then on, the line of the stack read once the GIL came.
+ * Where it did not (it waited for the GIL too), `sampled_ns` is when the stack was read, as the
+ * line it waited at is known from then, and `wanted_ns` is read again then: a run's time and its
+ * CPU time are always of the same two moments. The caller records the event later (once it has the
+ * GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames
+ * and `kept` how many of its outermost frames (code and line) are those of the stack returned
+ * before: the caller formats only the `depth - kept` innermost ones.
  *
  * It reads frames only (public C API, the GIL held), never a tensor. Pure Python did the same per
  * sample with a sleep, sys._current_frames() and a walk in bytecode: tens of microseconds with the

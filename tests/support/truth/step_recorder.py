@@ -14,6 +14,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 
 from tests.support.truth import metrics_probe
 
@@ -38,20 +39,25 @@ def _is_runtime(tid: str) -> bool:
     return _IS_RUNTIME[tid]
 
 
-def runtime_threads_cpu_ns() -> int:
-    """CPU time (ns) used so far by the autograd engine's threads of this process (each thread's name
-    read once: the XLA client's pools hold dozens of threads, and reading every name at every step
-    cost the step milliseconds)."""
+def threads_cpu_ns(selected: Callable[[str], bool]) -> int:
+    """CPU time (ns) used so far by this process' threads whose id (a ``/proc/self/task`` entry) is ``selected``."""
     total = 0
     for tid in os.listdir(TASKS):
         try:
-            if not _is_runtime(tid):
+            if not selected(tid):
                 continue
             with open(f"{TASKS}/{tid}/schedstat") as handle:
                 total += int(handle.read().split()[0])
         except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
             continue
     return total
+
+
+def runtime_threads_cpu_ns() -> int:
+    """CPU time (ns) used so far by the autograd engine's threads of this process (each thread's name
+    read once: the XLA client's pools hold dozens of threads, and reading every name at every step
+    cost the step milliseconds)."""
+    return threads_cpu_ns(_is_runtime)
 
 
 class StepRecorder:
