@@ -3,12 +3,15 @@
     .venv/bin/python bench/bench_capture_off_cpu.py [--case moe_batched] [--runs 3] [--hz 0,250,1000]
 
 The truth (``tests/support/truth``) counts as blocked the device's idle time while the main thread
-was off the CPU, not runnable, and torch's autograd engine did not run for it either. This runs the
+was off the CPU, not runnable, torch's autograd engine did not run for it, and the stack sampler
+did not hold the GIL to read its stack. This runs the
 case's window of steps (after its warm ones, in a process of its own per arm and run, the arms
 alternating) without a capture, then under ``xlaprof.profile`` at each ``--hz`` (0: the sampler off),
 recorded as one row of the truth (``StepRecorder``), and prints per arm the window's wall time, the
-truth's blocked and tracing idle time (``Truth.of``) and the CPU time of the sampler's emitter threads
-(named ``py <thread>``).
+truth's blocked and tracing idle time (``Truth.of``), the CPU time of the sampler's emitter threads
+(named ``py <thread>``), how long the main thread's emitter held the GIL (``sampler_gil_us``: the
+truth counts it as tracing) and the truth's blocked time were it counted as the main thread off the
+CPU, as it was before.
 """
 from __future__ import annotations
 
@@ -68,9 +71,12 @@ def child(case_name: str, arm: str) -> dict:
     if capture:
         capture.__exit__(None, None, None)
     (row,) = recorder.rows
-    idle = Truth.of({"steps": [row], "session": ""}, {"reads": {}, "compiles": {}, "fallbacks": {}}).idle_us
+    no_lines = {"reads": {}, "compiles": {}, "fallbacks": {}}
+    idle = Truth.of({"steps": [row], "session": ""}, no_lines).idle_us
+    gil_as_blocked = Truth.of({"steps": [dict(row, sampler_gil_us=0.0)], "session": ""}, no_lines).idle_us
     return {"wall_ms": row["wall_us"] / 1e3, "blocked_ms": idle["host_blocked"] / 1e3,
-            "tracing_ms": idle["host_tracing"] / 1e3, "emitters_ms": emitters / 1e6}
+            "tracing_ms": idle["host_tracing"] / 1e3, "emitters_ms": emitters / 1e6,
+            "gil_ms": row["sampler_gil_us"] / 1e3, "gil_blocked_ms": gil_as_blocked["host_blocked"] / 1e3}
 
 
 def main() -> None:
@@ -102,12 +108,14 @@ def main() -> None:
             results[arm].append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(f"run {run + 1}/{opts.runs} {arm}: {results[arm][-1]}", file=sys.stderr, flush=True)
     print(f"{opts.case}, {opts.runs} runs an arm; ms over the window, mean (min..max)")
-    print(f"{'arm':>14}  {'wall':>18}  {'truth: blocked':>18}  {'truth: tracing':>18}  {'emitters on CPU':>18}")
+    columns = {"wall_ms": "wall", "blocked_ms": "truth: blocked", "tracing_ms": "truth: tracing",
+               "emitters_ms": "emitters on CPU", "gil_ms": "GIL held for main", "gil_blocked_ms": "blocked, GIL off CPU"}
+    print(f"{'arm':>15}  " + "  ".join(f"{title:>20}" for title in columns.values()))
     for arm, rows in results.items():
         label = "no capture" if arm == NO_CAPTURE else f"capture {arm} Hz"
         cells = [f"{statistics.mean(v):.0f} ({min(v):.0f}..{max(v):.0f})"
-                 for v in ([r[key] for r in rows] for key in ("wall_ms", "blocked_ms", "tracing_ms", "emitters_ms"))]
-        print(f"{label:>14}  " + "  ".join(f"{cell:>18}" for cell in cells))
+                 for v in ([r[key] for r in rows] for key in columns)]
+        print(f"{label:>15}  " + "  ".join(f"{cell:>20}" for cell in cells))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,10 @@
  * CPU time are always of the same two moments. The caller records the event later (once it has the
  * GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames
  * and `kept` how many of its outermost frames (code and line) are those of the stack returned
- * before: the caller formats only the `depth - kept` innermost ones.
+ * before: the caller formats only the `depth - kept` innermost ones. `held_ns` is how long (ns, of
+ * CLOCK_MONOTONIC) the calling thread has held the GIL from its first wait on, up to its latest
+ * release of it: the time another thread that wanted to run Python waited for the sampler (its own
+ * Python between two waits is counted too: it formats and records the stack with the GIL held).
  *
  * It reads frames only (public C API, the GIL held), never a tensor. Pure Python did the same per
  * sample with a sleep, sys._current_frames() and a walk in bytecode: tens of microseconds with the
@@ -67,6 +70,8 @@ typedef struct {
     unsigned long long samples, compared; /* samples taken so far, and those that took the GIL */
     Frames last, next;                    /* the stack returned last; room for the next one */
     Py_ssize_t depth, kept; /* of the stack returned last: frames, and outermost ones equal to the one before */
+    double took_s;          /* when the calling thread last took the GIL (0 before its first wait) */
+    long long held_ns;      /* the GIL held so far, up to its latest release */
 } Watcher;
 
 static double now_s(void) {
@@ -277,8 +282,12 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
         return NULL;
     }
     double deadline = now_s() + timeout_s;
+    if (w->took_s == 0) { /* the first wait: the GIL counts from here */
+        w->took_s = deadline - timeout_s;
+    }
     for (;;) {
         double pause, asleep, woke, sampled;
+        w->held_ns += (long long)((now_s() - w->took_s) * 1e9);
         Py_BEGIN_ALLOW_THREADS
         do {
             pause = w->sleep_s * (0.5 + uniform(w));
@@ -290,7 +299,7 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
         w->wanted_ns = wanted_now(w); /* a syscall: before the GIL is taken, not while the sampled thread waits for it */
         sampled = now_s();
         Py_END_ALLOW_THREADS
-        double came = now_s();
+        double came = w->took_s = now_s();
         w->compared++;
         w->sleep_s = came - asleep - pause > w->late_s ? Py_MIN(2 * w->sleep_s, w->max_backoff_s) : w->period_s;
         if (came - sampled > w->late_s) {
@@ -368,6 +377,8 @@ static PyMemberDef watcher_members[] = {
      "when (time.monotonic_ns()) the sample that returned last was taken, before the wait for the GIL: "
      "the caller's event may open later"},
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
+    {"held_ns", T_LONGLONG, offsetof(Watcher, held_ns), READONLY,
+     "how long (ns) the calling thread held the GIL from its first wait up to its latest release of it"},
     {"kept", T_PYSSIZET, offsetof(Watcher, kept), READONLY,
      "outermost frames of the stack returned last equal (code and line) to those of the one before"},
     {NULL, 0, 0, 0, NULL},

@@ -31,6 +31,9 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   ``flush()`` closes every open event and pauses sampling until the next ``resume()`` or the
   end of the recording, so a capture stopped right after loses nothing (``xlaprof.profile``);
   ``resume()`` starts the emitters at once when a capture records, and returns once they sample.
+- ``gil_held_ns(ident)``: how long (ns) the emitters that sampled the thread ``ident`` held the GIL
+  so far in this process (the C loop's ``held_ns``, those of ended emitters kept): the time that
+  thread, where it wanted to run Python meanwhile, waited for the sampler.
 - While emitters run, the interpreter's switch interval is ``SWITCH_INTERVAL_S`` (so an emitter
   gets the GIL promptly from a thread running Python), restored when they end; and they take the
   metric snapshots (``metrics_sampler.emit_if_due``) while the metrics thread sleeps, so that no
@@ -79,6 +82,7 @@ _paused = False
 _emitters: dict[threading.Thread, _Emitter] = {}
 _saved_switch_interval: float | None = None
 _reconciled_at = 0.0  # time.monotonic() of the last _reconcile()
+_held_by_ended: dict[int, int] = {}  # sampled thread's ident -> ns its ended emitters held the GIL
 _warned: set[str] = set()
 
 
@@ -142,6 +146,7 @@ class _Emitter(threading.Thread):
         self.running = True
         self.failed = False  # it could not start: its thread gets no other emitter while the recording lasts
         self.ready = threading.Event()  # set as it begins sampling (or gives up)
+        self.watcher = None  # its C loop, once it began
 
     def run(self) -> None:
         target = self.target
@@ -156,8 +161,8 @@ class _Emitter(threading.Thread):
                                                                  vocabulary.PY_STACK_STAT: stack.text})
 
             writer = RunWriter(open_event, MAX_EVENT_S)
-            watcher = Watcher(target.ident, target.native_id, self.period_s, LATE_S,
-                              max(MAX_BACKOFF_S, self.period_s))
+            watcher = self.watcher = Watcher(target.ident, target.native_id, self.period_s, LATE_S,
+                                             max(MAX_BACKOFF_S, self.period_s))
         except Exception as exc:  # a sampler must never take the worker down
             _warn_once("start", "xlaprof: the stack sampler cannot sample thread %r: %s", target.name, exc)
             self.failed = True
@@ -170,6 +175,7 @@ class _Emitter(threading.Thread):
         finally:
             writer.close()
             with _lock:
+                _held_by_ended[target.ident] = _held_by_ended.get(target.ident, 0) + watcher.held_ns
                 if _emitters.get(target) is self:
                     del _emitters[target]
             _wake.set()  # the controller restores the switch interval after the last emitter
@@ -191,6 +197,14 @@ class _Emitter(threading.Thread):
             if time.monotonic() - _reconciled_at >= POLL_S:  # new threads: from here, which has the GIL now
                 _reconcile_safely()
             metrics_sampler.emit_if_due()  # likewise: the metrics thread sleeps while emitters run
+
+
+def gil_held_ns(ident: int) -> int:
+    """How long (ns) the emitters that sampled the thread ``ident`` (``threading.get_ident()``) held
+    the GIL so far in this process."""
+    with _lock:
+        running = [e.watcher for t, e in _emitters.items() if t.ident == ident and e.watcher is not None]
+        return _held_by_ended.get(ident, 0) + sum(watcher.held_ns for watcher in running)
 
 
 def _set_switch_interval(sampling: bool) -> None:

@@ -127,7 +127,8 @@ def test_a_remote_capture_by_the_cli_holds_the_samples(real_capture_path):
 
 
 NO_SYNC_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
-    import json, sys, torch, torch_xla, xlaprof
+    import json, sys, threading, time, torch, torch_xla, xlaprof
+    from collectors import stack_sampler
     dev = torch_xla.device()
     x = torch.randn(64, 64, device=dev)
 
@@ -143,20 +144,24 @@ NO_SYNC_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
     loop()  # compiled
     runs = {}
     for hz in (0, 10000):
+        held_ns, started = stack_sampler.gil_held_ns(threading.get_ident()), time.monotonic_ns()
         with xlaprof.profile(sys.argv[1], name=f"hz{hz}", stack_hz=hz) as run:
             counted = loop()
             for _ in range(4):  # a capture long enough for many samples (emitters back off while the GIL is busy)
                 loop()
-        runs[hz] = {"counts": counted, "path": run.path}
+        runs[hz] = {"counts": counted, "path": run.path, "wall_ns": time.monotonic_ns() - started,
+                    "gil_held_ns": stack_sampler.gil_held_ns(threading.get_ident()) - held_ns}
     print(json.dumps({"no capture": loop(), "runs": runs}))
 ''')
 
 
-def test_the_sampler_adds_no_device_transfer_nor_sync_and_is_off_at_0(tmp_path):
+def test_the_sampler_adds_no_device_transfer_nor_sync_is_off_at_0_and_counts_its_gil(tmp_path):
     result = _run_script(tmp_path, "nosync.py", NO_SYNC_SCRIPT)
     runs = result["runs"]
     assert result["no capture"] == [5, 20]  # the counters are live
     assert runs["0"]["counts"] == runs["10000"]["counts"] == result["no capture"]
+    # the GIL the main thread's emitter held, kept once it ended: none at 0
+    assert runs["0"]["gil_held_ns"] == 0 < runs["10000"]["gil_held_ns"] < runs["10000"]["wall_ns"]
     sampled = {hz: samples_of(Session.load(run["path"]).workers[0].space.plane(vocabulary.HOST_PLANE))
                for hz, run in runs.items()}
     assert sampled["0"] == [] and len(sampled["10000"]) > 10

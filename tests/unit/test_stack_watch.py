@@ -86,6 +86,28 @@ def test_an_unchanged_stack_is_returned_at_the_timeout_having_sampled_all_along(
         parked.finish()
 
 
+def test_the_gil_it_holds_is_counted_with_its_callers_python_between_two_waits():
+    """``held_ns`` counts the GIL from a wait's taking it to the next wait's letting go, the caller's
+    own Python between them too (a sum that keeps the GIL here), and not the samples of a thread that
+    did not run, taken without it."""
+    parked, numbers = Parked(), range_lasting(0.05)
+    try:
+        watcher = watcher_of(parked.thread)
+        watcher.wait(1.0)
+        watcher.wait(0.3)  # the parked thread does not run: about 300 samples without the GIL
+        parked_ns = watcher.held_ns
+        started = time.monotonic_ns()
+        sum(numbers)
+        summed_ns = time.monotonic_ns() - started
+        watcher.wait(0.01)
+        both_ns = time.monotonic_ns() - started
+        holding_ns = watcher.held_ns - parked_ns
+    finally:
+        parked.finish()
+    assert parked_ns < 20_000_000, parked_ns  # its first comparison and two returns: microseconds
+    assert summed_ns <= holding_ns <= both_ns, (summed_ns, holding_ns, both_ns)
+
+
 def test_the_kept_frames_it_reports_let_a_reader_format_only_the_changed_ones():
     parked = Parked()
     try:

@@ -68,6 +68,12 @@ def test_torchdynamos_time_compiling_frames_is_compile_taken_from_the_main_threa
     assert idle == {"compile": 400.0, "transfer_from_device": 100.0, "host_tracing": 300.0, "host_blocked": 200.0}
 
 
+def test_the_main_thread_waiting_for_the_gil_the_stack_sampler_holds_is_tracing_not_blocked():
+    step = dict(_block(1000.0, 0.0, cpu_us=600.0, read_us=100.0), sampler_gil_us=120.0)
+    idle = Truth.of({"steps": [step], "session": "window"}, LINES).idle_us
+    assert idle == {"compile": 0.0, "transfer_from_device": 100.0, "host_tracing": 720.0, "host_blocked": 180.0}
+
+
 def test_a_smaller_ab_read_share_gives_the_difference_back_to_tracing():
     saving_nothing = {READS_ARM: [STEP], NO_READS_ARM: [_block(1200, 0)]}
     idle = Truth.of(_capture(saving_nothing), LINES).idle_us

@@ -4,8 +4,9 @@ Contract: ``recorder.step(i)`` is a block around one step; each gives a row: ``s
 (``time.time()`` seconds, the profiler's clock), ``wall_us``, ``cpu_us`` (the main thread's CPU time:
 ``time.thread_time``), ``runnable_us`` (the time the main thread waited for a CPU while runnable,
 from its ``schedstat``: on a loaded machine Python that wants to run waits there), ``runtime_cpu_us`` (the CPU time of torch's own host threads the main thread
-waits for: the autograd engine's, named ``pt_autograd_*``, from ``/proc/self/task/*/schedstat``), and
-the step's ``metrics_probe.delta`` of torch_xla's counters. Costs a few counter and ``/proc`` reads a
+waits for: the autograd engine's, named ``pt_autograd_*``, from ``/proc/self/task/*/schedstat``),
+``sampler_gil_us`` (how long xlaprof's stack sampler held the GIL sampling the main thread:
+``stack_sampler.gil_held_ns``, 0 without a capture), and the step's ``metrics_probe.delta`` of torch_xla's counters. Costs a few counter and ``/proc`` reads a
 step and reads no tensor: it may run inside the captured window.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from collectors import stack_sampler
 from tests.support.truth import metrics_probe
 
 
@@ -67,10 +69,13 @@ class StepRecorder:
     @contextlib.contextmanager
     def step(self, number: int):
         before, runtime, runnable = metrics_probe.snapshot(), runtime_threads_cpu_ns(), runnable_wait_ns()
+        sampler = stack_sampler.gil_held_ns(threading.get_ident())
         start, wall, cpu = time.time(), time.perf_counter(), time.thread_time()
         yield
         cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+        sampler = stack_sampler.gil_held_ns(threading.get_ident()) - sampler
         self.rows.append({"step": number, "start": start, "wall_us": wall * 1e6, "cpu_us": cpu * 1e6,
                           "runnable_us": (runnable_wait_ns() - runnable) / 1e3,
                           "runtime_cpu_us": (runtime_threads_cpu_ns() - runtime) / 1e3,
+                          "sampler_gil_us": sampler / 1e3,
                           "metrics": metrics_probe.delta(before, metrics_probe.snapshot())})

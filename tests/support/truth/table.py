@@ -7,8 +7,10 @@
   torch_xla's CompileTime and TorchDynamo's own time compiling frames into graphs (C: the latter is
   the main thread's CPU work, taken out of P below); a read its TransferFromDeviceTime (R). The host
   works for the step while the main thread is on a CPU or waiting for one (P: its CPU time and its
-  run-queue wait) or torch's own threads it waits for are (the autograd engine's, A): tracing. What
-  is left, W - C - R - P - A, is the main thread off the CPUs: blocked. Where C + R + P + A exceed W
+  run-queue wait) or torch's own threads it waits for are (the autograd engine's, A), or while
+  xlaprof's stack sampler holds the GIL to read its stack (S: it waits for the GIL there, where it
+  would run Python; the capture's cost on the host's work): tracing. What is left,
+  W - C - R - P - A - S, is the main thread off the CPUs: blocked. Where C + R + P + A + S exceed W
   (a compile's own CPU time counted twice), blocked is 0 and tracing the rest. The device's busy time
   (ExecuteTime, X) overlaps the reads first (a read waits for the graph it needs), then the blocked
   time (a thread off the CPUs while the device computes mostly waits for it: a sync's barrier), then
@@ -85,7 +87,8 @@ class Truth:
         rows = [w for w, _ in pairs] if ab else capture["steps"]
         total = lambda key: sum(r["metrics"].get(key, 0.0) for r in rows)  # noqa: E731
         wall = sum(r["wall_us"] for r in rows)
-        working = sum(r["cpu_us"] + r.get("runnable_us", 0.0) + r.get("runtime_cpu_us", 0.0) for r in rows)
+        working = sum(r["cpu_us"] + r.get("runnable_us", 0.0) + r.get("runtime_cpu_us", 0.0)
+                      + r.get("sampler_gil_us", 0.0) for r in rows)
         dynamo = total("dynamo_compile_us")  # the main thread's own CPU work: out of P, into compile
         compile_us, read_us, busy = total("compile_us") + dynamo, total("read_us"), total("execute_us")
         working = max(0.0, working - dynamo)
