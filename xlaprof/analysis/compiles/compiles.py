@@ -9,7 +9,9 @@ Contract:
   per-hash counts, and the recompiled spans: spans that compiled more than one distinct graph in
   the window, the mark of shapes that change from step to step, and ``events``, every record as a
   ``tables.Table`` row with its worker (``workers[i]`` is the label of ``records[i]``'s worker).
-  Spans are keyed by name, with ``NO_SPAN`` for compiles outside any span.
+  Spans are keyed by name, with ``NO_SPAN`` for compiles outside any span. ``by_source`` and
+  ``graphs_by_source`` count the compiles and the distinct graphs of each source line (a finding's
+  place; not in the JSON report).
 """
 from __future__ import annotations
 
@@ -60,6 +62,8 @@ class CompileSummary:
     recompiled_spans: dict[str, int] = field(default_factory=dict)  # span -> distinct graphs (> 1)
     # torch_xla's most frequent (cause, user line) per span, where a debug file was joined
     trigger_by_span: dict[str, CompileTrigger] = field(default_factory=dict)
+    by_source: dict[str, int] = field(default_factory=dict)  # "file:line" -> compiles
+    graphs_by_source: dict[str, int] = field(default_factory=dict)  # "file:line" -> distinct graphs
     events: list = field(default_factory=list)  # every compile (a tables.Table of CompileRecord rows with worker)
 
     def to_pandas(self):
@@ -88,9 +92,12 @@ def compile_records(host: HostActivity, debug: DebugInfo | None = None) -> list[
 def summarize_compiles(records: list[CompileRecord], workers: list[str]) -> CompileSummary:
     by_span = Counter(r.span or NO_SPAN for r in records)
     hashes_by_span: dict[str, set] = defaultdict(set)
+    hashes_by_source: dict[str, set] = defaultdict(set)
     for r in records:
         if r.cause not in EDGE_COMPILE_CAUSES:  # their graphs are unknown
             hashes_by_span[r.span or NO_SPAN].add(r.graph_hash or f"#{r.start_us}")
+            if r.source:
+                hashes_by_source[r.source].add(r.graph_hash or f"#{r.start_us}")
     recompiled = {span: len(h) for span, h in hashes_by_span.items() if len(h) > 1}
     triggers: dict[str, Counter] = defaultdict(Counter)
     for r in records:
@@ -104,6 +111,8 @@ def summarize_compiles(records: list[CompileRecord], workers: list[str]) -> Comp
         recompiled_spans=dict(sorted(recompiled.items(), key=lambda kv: -kv[1])),
         trigger_by_span={span: CompileTrigger(c, t, n)
                          for span, counter in triggers.items() for (c, t), n in counter.most_common(1)},
+        by_source=dict(Counter(r.source for r in records if r.source)),
+        graphs_by_source={source: len(h) for source, h in hashes_by_source.items()},
         events=Table((dict(asdict(r), worker=worker) for r, worker in zip(records, workers)),
                      ("worker",) + columns_of(CompileRecord)),
     )

@@ -128,8 +128,13 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
     span_keys = [span or NO_SPAN for span, _ in cost.spans] or [span_key]
     kind, count, added = FindingKind(cost.cause.value), cost.pieces, 0.0
     if cost.cause is Cause.COMPILE:
-        graphs = sum(compiles.recompiled_spans.get(key, 0) for key in span_keys)
-        count = sum(compiles.by_span.get(key, 0) for key in span_keys)
+        lines = [line.source for line in cost.inside] or [cost.source]  # its line, or the library's behind its call
+        if any(line in compiles.by_source for line in lines):
+            graphs = sum(compiles.graphs_by_source.get(line, 0) for line in lines)
+            count = sum(compiles.by_source.get(line, 0) for line in lines)
+        else:
+            graphs = sum(compiles.recompiled_spans.get(key, 0) for key in span_keys)
+            count = sum(compiles.by_span.get(key, 0) for key in span_keys)
         if graphs > 1:
             kind = FindingKind.RECOMPILATION
             what = f"{count} compiles of {graphs} different graphs"

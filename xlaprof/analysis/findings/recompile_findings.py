@@ -1,10 +1,12 @@
 """Recompilation findings completed with why their place recompiled.
 
 Contract: ``explained_findings(findings, explanations)`` returns new findings, in the given order:
-each ``recompilation`` finding whose span has ``RecompileExplanation``s (``compiles.recompiles``;
-a finding outside any span matches the explanations of ``NO_SPAN``) has their summaries appended
-to its detail and their advice (each once, in order) instead of the generic one; every other
-finding is returned as it is. The given findings are left as they are.
+each ``recompilation`` finding whose place has ``RecompileExplanation``s (``compiles.recompiles``)
+has their summaries appended to its detail and their advice (each once, in order) instead of the
+generic one; every other finding is returned as it is. A finding in a span is placed by the span;
+one outside any span by its line (explanations of ``NO_SPAN`` at the finding's source, or at the
+library lines behind it where it is the user's call into a library; where none is, those whose line
+is unknown): another line's compiles never explain it. The given findings are left as they are.
 """
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ def explained_findings(findings: list[Finding], explanations: list[RecompileExpl
 
 
 def _explained(finding: Finding, mine: list[RecompileExplanation]) -> Finding:
+    if finding.span is None:  # outside any span: the place is the line
+        lines = {finding.source, *(line.source for line in finding.inside)}
+        mine = [e for e in mine if e.source in lines] or [e for e in mine if e.source is None]
     if finding.kind is not FindingKind.RECOMPILATION or not mine:
         return finding
     return replace(finding, detail=finding.detail + ". " + " ".join(e.summary for e in mine),
