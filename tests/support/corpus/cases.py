@@ -93,6 +93,9 @@ CASES: tuple[Case, ...] = (
     Case("moe_experts", "moe_experts", warm=1, window=2, fixes={"compile": ("batched_mm", "fixed-shape")},
          unfit=("pad to", "bucket them", "bucket it"), bench_only=True),
     Case("moe_batched", "moe_experts", ("--batched",), warm=3, window=12, bench_only=True),
+    Case("accelerate_loop", "accelerate_loop", warm=3, window=24, without_reads=NO_READS, bench_only=True),
+    Case("generate_sampled", "generate", ("--static", "--sample"), warm=1, window=12, without_reads=REPLAYED_READS,
+         bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)
