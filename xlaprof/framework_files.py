@@ -10,6 +10,8 @@ file of torch, torch_xla, functorch or torchgen (not the standard library): a th
 waits on the runtime's own work (the autograd engine's thread, the device), not on the user's I/O.
 ``is_library_file(path)``: a file of an installed third-party package (site-packages, dist-packages),
 such as diffusers or transformers: the user fixes what happens there at their own call into it.
+``is_data_loader_file(path)``: a file of torch's ``torch.utils.data`` (the DataLoader, its fetchers
+and collate): a thread running there prepares batches.
 """
 from __future__ import annotations
 
@@ -45,6 +47,11 @@ def is_framework_file(path: str) -> bool:
 @lru_cache(maxsize=8192)
 def is_torch_file(path: str) -> bool:
     return any(p in FRAMEWORK_PACKAGES for p in _SEPARATOR.split(path)[:-1])
+
+
+def is_data_loader_file(path: str) -> bool:
+    parts = _SEPARATOR.split(path)
+    return any(parts[i:i + 3] == ["torch", "utils", "data"] for i in range(len(parts) - 3))
 
 
 def is_library_file(path: str) -> bool:

@@ -230,6 +230,32 @@ def test_sampled_host_time_is_tracing_when_running_or_waiting_in_torch_and_block
     assert ("/work/train.py:20", "host_tracing") in lines and ("/work/model.py:5", "host_tracing") in lines
 
 
+def test_python_inside_a_dataloader_fetching_on_the_training_thread_is_advised_workers_not_compile(tmp_path):
+    """The training thread runs Python in the gap [100, 600]: its DataLoader (num_workers=0) collating
+    a batch [100, 400] (the stack's innermost user line is the loop's, the collate below it torch's),
+    then the model's forward [400, 600]. The loader's time is the batch prepared on this thread:
+    worker processes and a prefetching loader fix it; the forward keeps the tracing advice."""
+    builder, host = scenario()
+    host.line("python", line_id=1).event("SyncTensorsGraphInternal", 20, 60)
+    torch_data = "/venv/lib/python3.11/site-packages/torch/utils/data"
+    stacks = {"main": MAIN,
+              "collate": f"{MAIN}\n{torch_data}/dataloader.py:733 _BaseDataLoaderIter.__next__\n"
+                         f"{torch_data}/dataloader.py:789 _SingleProcessDataLoaderIter._next_data\n"
+                         f"{torch_data}/_utils/collate.py:272 collate_tensor_fn",
+              "forward": f"{MAIN}\n/work/model.py:5 forward"}
+    add_stack_samples(host, thread_line_id=1, stacks=stacks,
+                      runs=[(0, 100, "main"), (100, 400, "collate"), (400, 600, "forward"), (600, 1000, "main")])
+    out = analysis_json(analysed(tmp_path, builder.to_bytes()))
+    by_source = {f["source"]: f for f in out["findings"] if f["kind"] == "host_tracing"}
+    loading, forward = by_source["/work/train.py:20"], by_source["/work/model.py:5"]
+    assert loading["lost_us"] == pytest.approx(300.0) and "preparing a batch in the DataLoader" in loading["detail"]
+    assert "num_workers" in loading["advice"] and "torch_xla.compile" not in loading["advice"]
+    assert "torch_xla.compile" in forward["advice"] and "num_workers" not in forward["advice"]
+    # A loader with worker processes only receives their batches on this thread: no such advice.
+    assert not parse_stack(stacks["collate"].replace("_SingleProcessDataLoaderIter", "_MultiProcessingDataLoaderIter")
+                           ).in_data_loader
+
+
 def test_torchdynamo_compiling_a_frame_is_compile_at_the_users_call(tmp_path):
     """The gap [100, 600]: the training thread runs Python [100, 250] (its forward), then TorchDynamo
     compiles the frame it called [250, 600] (``torch.compile``: Python on a CPU, in its frame

@@ -1,7 +1,9 @@
 """What to do about a finding, fitted to its case: the advice for each kind, refined by the stack.
 
-Contract: ``advice_for(kind, stack, code)`` returns the advice for a finding of ``kind`` whose
-Python stack (outermost first, "file:line function", down to the line) and line text are given:
+Contract: ``advice_for(kind, stack, code, in_data_loader=False)`` returns the advice for a finding of
+``kind`` whose Python stack (outermost first, "file:line function", down to the line) and line text
+are given, and whose thread ran inside torch's DataLoader (``in_data_loader``, frames below the line
+included):
 - a read in a step closure (``xm.add_step_closure``) already runs after the step is dispatched:
   it still waits for that step; read less often or run the closure asynchronously;
 - a table indexed with a device scalar (``x[t]``, ``self.sigmas[i]``) reads the index: it is
@@ -12,6 +14,9 @@ Python stack (outermost first, "file:line function", down to the line) and line 
   that turns the check off, the table it indexes kept on the CPU, a Python number passed;
 - a data-dependent op (``nonzero``, ``masked_select``, ``where(mask)``, boolean masks) in the
   user's code needs the values on the host to know its output's shape;
+- host Python inside the DataLoader is the batches prepared on the training thread (its dataset's
+  ``__getitem__``, the collate: ``num_workers=0``): worker processes and a prefetching loader fix it,
+  not ``torch_xla.compile``;
 - host-to-device copies where the input pipeline already prefetches (``MpDeviceLoader``), or of
   tensors made on the host inside the step, are constants and scalars, not a data-loader problem.
 Otherwise the kind's general advice (``ADVICE``).
@@ -115,6 +120,11 @@ ADVICE_DEVICE_INDEX = (
     "Reading less often does not apply: keep the index on the CPU at the call (a Python int, or the "
     "table and its index as CPU tensors), or gather on the device with torch.index_select / "
     "torch.gather so nothing is read.")
+ADVICE_LOADER_ON_THIS_THREAD = (
+    "The DataLoader prepares each batch on the training thread (its dataset's __getitem__ and the collate "
+    "run here, between the steps) while the device waits. Give it worker processes "
+    "(torch.utils.data.DataLoader(..., num_workers=N)) and wrap it in torch_xla's MpDeviceLoader, which "
+    "prefetches batches to the device in the background, or do the preprocessing once, before training.")
 ADVICE_SMALL_TRANSFERS = (
     "These host-to-device copies are tensors created on the host inside the step (torch.tensor(...), "
     "Python scalars turned into tensors), not input batches: create them once on the device outside the "
@@ -129,8 +139,10 @@ _PREFETCHING = re.compile(r"parallel_loader|MpDeviceLoader")
 _HOST_TENSOR = re.compile(r"torch\.(tensor|as_tensor|full|ones|zeros)\(|\.to\(")
 
 
-def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None) -> str:
+def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None, in_data_loader: bool = False) -> str:
     source = stack[-1] if stack else ""
+    if kind is FindingKind.HOST_TRACING and in_data_loader:
+        return ADVICE_LOADER_ON_THIS_THREAD
     if kind is FindingKind.TRANSFER_FROM_DEVICE:
         if any(_CLOSURE.search(frame) for frame in stack):
             return ADVICE_CLOSURE

@@ -157,7 +157,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
     elif cost.cause is Cause.TRANSFER_TO_DEVICE:
         what = "host-to-device transfers"
     elif cost.cause is Cause.HOST_TRACING:
-        what = "host Python and graph tracing"
+        what = "host Python preparing a batch in the DataLoader" if cost.in_data_loader else "host Python and graph tracing"
     elif cost.cause is Cause.HOST_BLOCKED:
         what = "the loop blocked outside torch_xla"
     elif cost.at_capture_edge:
@@ -180,8 +180,8 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
         detail += f"; the device work running during them took {format_duration(added)} longer"
     detail = detail.replace(" )", ")").replace("  ", " ")
     # Inside a library call, the advice fits its costliest line (the read that needs a value, say).
-    advice = advice_for(kind, cost.stack + (cost.inside[0].source,), cost.inside[0].code) if cost.inside \
-        else advice_for(kind, cost.stack, code)
+    advice = advice_for(kind, cost.stack + (cost.inside[0].source,), cost.inside[0].code, cost.in_data_loader) \
+        if cost.inside else advice_for(kind, cost.stack, code, cost.in_data_loader)
     return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from,
                    cost.inside, added, cost.spans, cost.workers)
 

@@ -16,7 +16,9 @@ Contract:
   DataLoader's worker processes, through a connection's poll or a queue's get): the thread is
   blocked on what another thread or process does, not on its own line.
   ``PyStack.in_runtime``: its innermost frame is torch's or torch_xla's (a wait there is the
-  runtime at work). ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
+  runtime at work). ``PyStack.in_data_loader``: a frame is torch's DataLoader fetching a batch on
+  this thread (``_SingleProcessDataLoaderIter``, ``num_workers=0``: the dataset's ``__getitem__`` and
+  the collate run here; a loader with workers only receives their batches). ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
   ``PyStack.call_site_index``: the innermost frame in the user's own code (neither framework nor a
@@ -37,11 +39,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
-from xlaprof.framework_files import is_framework_file, is_library_file, is_torch_file
+from xlaprof.framework_files import is_data_loader_file, is_framework_file, is_library_file, is_torch_file
 
 MAX_SOURCE_BYTES = 16 * 2**20  # a source file larger than this is not shown, only named
 # The standard library's modules whose waits are for another thread (see PyStack.waits_for_a_thread).
 _THREAD_WAIT_FILES = ("/threading.py", "/queue.py", "/concurrent/futures/_base.py")
+# The DataLoader's iterator that fetches batches on its own thread (num_workers=0; see PyStack.in_data_loader).
+_IN_THREAD_LOADER = "_SingleProcessDataLoaderIter"
 # ... and those that wait for another process (a DataLoader's workers), calling a select or poll.
 _PROCESS_WAIT_FILES = ("/multiprocessing/connection.py", "/multiprocessing/queues.py")
 _PROCESS_WAIT_DEPTH = 4  # innermost frames searched for such a wait
@@ -100,6 +104,10 @@ class PyStack:
         """Whether the innermost frame is torch's or torch_xla's: a wait there is the runtime's work
         (``loss.backward()`` waits for the autograd engine's device thread, which traces the backward)."""
         return bool(self.frames) and is_torch_file(self.frames[-1].file)
+
+    @property
+    def in_data_loader(self) -> bool:
+        return any(is_data_loader_file(f.file) and f.function.startswith(_IN_THREAD_LOADER) for f in self.frames)
 
     @property
     def in_autograd_engine(self) -> bool:

@@ -47,6 +47,7 @@ class CauseCost:
     inside: tuple = ()  # call_sites.LibraryLine: the library lines behind a cost grouped at the user's call
     spans: tuple[tuple[str | None, float], ...] = ()  # one_per_line: (span, idle us) per span, costliest first
     workers: tuple[str, ...] = ()  # the workers whose idle time it holds, in worker order
+    in_data_loader: bool = False  # the costliest stack runs inside torch's DataLoader (PyStack.in_data_loader)
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,8 @@ def merge_cost_groups(per_worker: list[list[CostGroup]], labels: list[str]) -> l
     for (cause, span, span_source, source, edge), (us, n, _, stack, workers) in groups.items():
         frames = stack.to_source if stack is not None else ()
         caller = stack.caller if stack is not None else None
-        costs.append(CauseCost(cause, span, span_source, source, us, n, frames, caller, edge, workers=tuple(workers)))
+        costs.append(CauseCost(cause, span, span_source, source, us, n, frames, caller, edge, workers=tuple(workers),
+                               in_data_loader=stack is not None and stack.in_data_loader))
     return costs
 
 
