@@ -96,6 +96,8 @@ CASES: tuple[Case, ...] = (
     Case("accelerate_loop", "accelerate_loop", warm=3, window=24, without_reads=NO_READS, bench_only=True),
     Case("generate_sampled", "generate", ("--static", "--sample"), warm=1, window=12, without_reads=REPLAYED_READS,
          bench_only=True),
+    Case("tokenizing_loader", "tokenizing_loader", warm=3, window=24, fixes={"host_tracing": ("num_workers",)},
+         bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)
