@@ -128,8 +128,9 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
     span_keys = [span or NO_SPAN for span, _ in cost.spans] or [span_key]
     kind, count, added = FindingKind(cost.cause.value), cost.pieces, 0.0
     if cost.cause is Cause.COMPILE:
-        lines = [line.source for line in cost.inside] or [cost.source]  # its line, or the library's behind its call
-        if any(line in compiles.by_source for line in lines):
+        # Outside any span the place is the line (its own, or the library's behind the user's call).
+        lines = [line.source for line in cost.inside] or [cost.source]
+        if span_keys == [NO_SPAN] and any(line in compiles.by_source for line in lines):
             graphs = sum(compiles.graphs_by_source.get(line, 0) for line in lines)
             count = sum(compiles.by_source.get(line, 0) for line in lines)
         else:
