@@ -109,7 +109,8 @@ def main() -> None:
             print(f"run {run + 1}/{opts.runs} {arm}: {results[arm][-1]}", file=sys.stderr, flush=True)
     print(f"{opts.case}, {opts.runs} runs an arm; ms over the window, mean (min..max)")
     columns = {"wall_ms": "wall", "blocked_ms": "truth: blocked", "tracing_ms": "truth: tracing",
-               "emitters_ms": "emitters on CPU", "gil_ms": "GIL held for main", "gil_blocked_ms": "blocked, GIL off CPU"}
+               "emitters_ms": "emitters on CPU", "gil_ms": "GIL held for main",
+               "gil_blocked_ms": "blocked, GIL off CPU"}
     print(f"{'arm':>15}  " + "  ".join(f"{title:>20}" for title in columns.values()))
     for arm, rows in results.items():
         label = "no capture" if arm == NO_CAPTURE else f"capture {arm} Hz"

@@ -3,11 +3,13 @@
 Contract: ``recorder.step(i)`` is a block around one step; each gives a row: ``step``, ``start``
 (``time.time()`` seconds, the profiler's clock), ``wall_us``, ``cpu_us`` (the main thread's CPU time:
 ``time.thread_time``), ``runnable_us`` (the time the main thread waited for a CPU while runnable,
-from its ``schedstat``: on a loaded machine Python that wants to run waits there), ``runtime_cpu_us`` (the CPU time of torch's own host threads the main thread
-waits for: the autograd engine's, named ``pt_autograd_*``, from ``/proc/self/task/*/schedstat``),
+from its ``schedstat``: on a loaded machine Python that wants to run waits there),
+``runtime_cpu_us`` (the CPU time of torch's own host threads the main thread waits for: the
+autograd engine's, named ``pt_autograd_*``, from ``/proc/self/task/*/schedstat``),
 ``sampler_gil_us`` (how long xlaprof's stack sampler held the GIL sampling the main thread:
-``stack_sampler.gil_held_ns``, 0 without a capture), and the step's ``metrics_probe.delta`` of torch_xla's counters. Costs a few counter and ``/proc`` reads a
-step and reads no tensor: it may run inside the captured window.
+``stack_sampler.gil_held_ns``, 0 without a capture), and the step's ``metrics_probe.delta`` of
+torch_xla's counters. Costs a few counter and ``/proc`` reads a step and reads no tensor: it may
+run inside the captured window.
 """
 from __future__ import annotations
 

@@ -158,7 +158,8 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
     elif cost.cause is Cause.TRANSFER_TO_DEVICE:
         what = "host-to-device transfers"
     elif cost.cause is Cause.HOST_TRACING:
-        what = "host Python preparing a batch in the DataLoader" if cost.in_data_loader else "host Python and graph tracing"
+        what = ("host Python preparing a batch in the DataLoader" if cost.in_data_loader
+                else "host Python and graph tracing")
     elif cost.cause is Cause.HOST_BLOCKED:
         what = "the loop blocked outside torch_xla"
     elif cost.at_capture_edge:
