@@ -20,7 +20,10 @@ changed), and the CPU the emitter threads used. ``--runs N``
 repeats each workload in N fresh processes (their rounds pooled). Run from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 4] [--blocks 40] [--steps 10] [--hz 1000]
-        [--switch-interval-ms 5] [--backoff-ms 1] [--pin-cores]
+        [--switch-interval-ms 5] [--backoff-ms 1] [--pin-cores] [--no-trips]
+
+With ``--no-trips`` the main thread is sampled as the other threads are (the emitter takes the GIL
+to compare its stack) instead of tripped (it samples itself in a pending call).
 
 With ``--pin-cores`` the process's Python threads (the main thread, the sampler's emitters) and torch's
 autograd engine thread run on one core, the CPU device's native threads on the other
@@ -93,15 +96,19 @@ def sample_bytes(path: str) -> int:
             + sum(plane.event_metadata[i].ByteSize() + 8 for i in names))
 
 
+TRIP_THREAD = "xlaprof-trip"  # the thread that asks the main thread for its samples (collectors/_stack_watch.c)
+
+
 def sampler_cpu_s() -> float:
-    """CPU seconds used so far by this process's emitter threads (named "py ...", Linux)."""
+    """CPU seconds used so far by this process's emitter threads (named "py ...", Linux) and the
+    main thread's tripping thread."""
     from xlaprof.xspace import vocabulary
 
     total = 0.0
     for task in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{task}/comm") as comm, open(f"/proc/self/task/{task}/schedstat") as stat:
-                if comm.read().startswith(vocabulary.STACK_LINE_PREFIX):
+                if comm.read().startswith((vocabulary.STACK_LINE_PREFIX, TRIP_THREAD)):
                     total += int(stat.read().split()[0]) * 1e-9  # ns on the CPU
         except FileNotFoundError:  # a thread that just ended
             continue
@@ -117,8 +124,8 @@ class _CountingWatcher:
     main_compared = 0
     main_reads = 0
 
-    def __init__(self, watcher_class, ident: int, *args) -> None:
-        self._watcher = watcher_class(ident, *args)
+    def __init__(self, watcher_class, ident: int, *args, **kwargs) -> None:
+        self._watcher = watcher_class(ident, *args, **kwargs)
         self._main = ident == threading.main_thread().ident
         self._counted = self._compared = 0
 
@@ -136,7 +143,7 @@ class _CountingWatcher:
 
 
 def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms: float | None,
-          backoff_ms: float | None, pin_cores: bool) -> dict:
+          backoff_ms: float | None, pin_cores: bool, trips: bool) -> dict:
     from collectors import stack_sampler
 
     if pin_cores:
@@ -149,7 +156,8 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
     if backoff_ms is not None:
         stack_sampler.MAX_BACKOFF_S = backoff_ms / 1000
     watcher_class = stack_sampler.Watcher
-    stack_sampler.Watcher = lambda *args: _CountingWatcher(watcher_class, *args)
+    stack_sampler.Watcher = lambda *args, **kwargs: _CountingWatcher(watcher_class, *args,
+                                                                     **dict(kwargs, trips=trips and kwargs["trips"]))
     step = _step_of(workload)
     for i in range(10):  # compiles, caches
         step(i)
@@ -179,6 +187,8 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
                 if condition == ON:
                     (path,) = glob.glob(os.path.join(run.path, "*.xplane.pb"))
                     bytes_per_s.append(sample_bytes(path) / recorded_s)
+                    if _CountingWatcher.main_samples == counted:
+                        raise SystemExit("the stack sampler took no sample of the main thread (see its warning)")
                     main_rate.append((_CountingWatcher.main_samples - counted) / recorded_s)
                     compare_rate.append((_CountingWatcher.main_compared - compared) / recorded_s)
                     read_rate.append((_CountingWatcher.main_reads - read) / recorded_s)
@@ -235,21 +245,25 @@ def main() -> None:
     parser.add_argument("--pin-cores", action="store_true",
                         help="the Python threads (the sampler's among them) on the first core, the CPU device's "
                              "threads on the second")
+    parser.add_argument("--no-trips", action="store_true",
+                        help="sample the main thread as the other threads are, taking the GIL, not tripped")
     parser.add_argument("--child", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.hz, args.steps, args.blocks, args.switch_interval_ms,
-                               args.backoff_ms, args.pin_cores)))
+                               args.backoff_ms, args.pin_cores, not args.no_trips)))
         return
     forwarded = ["--hz", str(args.hz), "--steps", str(args.steps), "--blocks", str(args.blocks)]
     forwarded += ["--pin-cores"] if args.pin_cores else []
+    forwarded += ["--no-trips"] if args.no_trips else []
     for flag, value in (("--switch-interval-ms", args.switch_interval_ms), ("--backoff-ms", args.backoff_ms)):
         if value is not None:
             forwarded += [flag, str(value)]
     print(f"stack_hz={args.hz:g}, {args.runs} runs x {args.blocks} blocks x {args.steps} steps per condition"
           + (f", switch interval {args.switch_interval_ms:g} ms" if args.switch_interval_ms is not None else "")
           + (f", back-off up to {args.backoff_ms:g} ms" if args.backoff_ms is not None else "")
-          + (", pinned: Python on one core, the device on the other" if args.pin_cores else ""))
+          + (", pinned: Python on one core, the device on the other" if args.pin_cores else "")
+          + (", the main thread not tripped" if args.no_trips else ""))
     for workload in args.workload or WORKLOADS:
         runs = []
         for _ in range(args.runs):

@@ -36,6 +36,27 @@
  * release of it: the time another thread that wanted to run Python waited for the sampler (its own
  * Python between two waits is counted too: it formats and records the stack with the GIL held).
  *
+ * Watcher(..., trips=True) watches the main thread (`ident` must be it) another way, as a thread
+ * waiting for the GIL is starved by one that runs Python between short calls letting go of it (a
+ * tokenizer's, a torch op's): each release starts the waiter's switch interval over, and such a
+ * waiter sampled only those calls. A thread of its own, `xlaprof-trip`, which never takes the GIL,
+ * sleeps the jittered period (backing off while its wake-ups come late) and, where the main thread
+ * ran since its last ask, asks it for a pending call (Py_AddPendingCall, with its interpreter told to
+ * look: collectors/_eval_break.c), then parks until the call ran. The thread runs the call at its
+ * next check for pending work (a call's return, a loop's jump), so at the stack it had when asked:
+ * at once where it runs Python, on its return where it was in a C call or blocked (a sleep, a read,
+ * a wait for the GIL). The call compares that stack with the last one, in C, with no hand-off of the
+ * GIL, and records it where it changed, stamped at the ask. The samples wait in a ring of RING until
+ * wait() returns them, one a call, oldest first (with `depth`, `kept`, `sampled_ns` and `wanted_ns`
+ * of each). At timeout_s a wait reads the stack itself: where a call is still pending, the stack has
+ * not moved since the ask (the call would have run first), and a change is stamped then; an
+ * unchanged stack is returned again, stamped when read. A sample dropped as the ring was full leaves
+ * the next one with no kept frame. close() stops the tripping thread (a wait starts it again); one
+ * Watcher at a time trips the main thread (another one's wait raises RuntimeError until it is
+ * closed). While a call is pending (the main thread in a long C call), the process's other Python
+ * threads find the interpreter's flag set and check it at each of their own checks, finding nothing
+ * to do.
+ *
  * It reads frames only (public C API, the GIL held), never a tensor. Pure Python did the same per
  * sample with a sleep, sys._current_frames() and a walk in bytecode: tens of microseconds with the
  * GIL held, which a thread running Python paid at every sample.
@@ -44,7 +65,12 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <structmember.h>
+
+
+void break_eval(PyInterpreterState *interpreter); /* collectors/_eval_break.c */
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/prctl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -57,7 +83,33 @@ typedef struct { /* a stack, innermost frame first */
     Py_ssize_t depth, capacity;
 } Frames;
 
+typedef struct { /* a stack a trip recorded, until the caller takes it */
+    Frames frames;
+    Py_ssize_t kept;
+    long long sampled_ns, wanted_ns;
+} Sample;
+
+#define RING 256 /* samples a trip records before the caller takes them (a caller kept off the GIL) */
+
+typedef struct Watcher Watcher;
+
+/* The tripping thread of a Watcher of the main thread (see the header). */
 typedef struct {
+    Watcher *watcher;
+    PyInterpreterState *interpreter;
+    pthread_t thread;
+    int started, stop;  /* started: the pid that started the thread (0: none); stop: atomic */
+    int asked;          /* atomic: a pending call was asked for and has not run yet */
+    long long asked_ns, asked_wanted_ns; /* when the call was asked for, and the wanted time then */
+    double sleep_s;
+    uint64_t rng;
+    pthread_mutex_t lock; /* with `wake`: the caller waits, the GIL released, for `woken` or a timeout */
+    pthread_cond_t wake;
+    int woken;
+    pthread_cond_t answered; /* with `lock`: the tripping thread parks until trip() ran */
+} Tripper;
+
+struct Watcher {
     PyObject_HEAD
     unsigned long ident;
     long native_id;   /* the thread's id in the kernel (threading.get_native_id()) */
@@ -72,7 +124,10 @@ typedef struct {
     Py_ssize_t depth, kept; /* of the stack returned last: frames, and outermost ones equal to the one before */
     double took_s;          /* when the calling thread last took the GIL (0 before its first wait) */
     long long held_ns;      /* the GIL held so far, up to its latest release */
-} Watcher;
+    Tripper *tripper;       /* a Watcher of the main thread: asks it to sample itself (NULL: not) */
+    Sample ring[RING];      /* the samples trips recorded, oldest at `head` */
+    int head, count, overflowed; /* overflowed: a sample was dropped, the next one keeps no frame */
+};
 
 static double now_s(void) {
     struct timespec ts;
@@ -80,11 +135,11 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double uniform(Watcher *w) { /* xorshift64*: in [0, 1) */
-    w->rng ^= w->rng >> 12;
-    w->rng ^= w->rng << 25;
-    w->rng ^= w->rng >> 27;
-    return (double)((w->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+static double uniform(uint64_t *rng) { /* xorshift64*: in [0, 1) */
+    *rng ^= *rng >> 12;
+    *rng ^= *rng << 25;
+    *rng ^= *rng >> 27;
+    return (double)((*rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
 static void sleep_for(double seconds) {
@@ -201,9 +256,9 @@ static int read_frames(Frames *frames, PyFrameObject *top) {
     return 0;
 }
 
-/* The stack `top` becomes the one returned last; `kept` counts its outermost frames (code and line)
- * equal to those of the one before. */
-static int remember(Watcher *w, PyFrameObject *top) {
+/* The stack `top` becomes the last one; returns how many of its outermost frames (code and line) are
+ * those of the one before (-1: out of memory). */
+static Py_ssize_t remember(Watcher *w, PyFrameObject *top) {
     if (read_frames(&w->next, top) < 0) {
         return -1;
     }
@@ -218,9 +273,7 @@ static int remember(Watcher *w, PyFrameObject *top) {
     Frames swap = *old;
     *old = *new;
     *new = swap;
-    w->depth = old->depth;
-    w->kept = kept;
-    return 0;
+    return kept;
 }
 
 /* Whether the thread ran since the last call said so: its CPU clock moved (or cannot be read, as
@@ -276,11 +329,8 @@ static PyObject *stack_tuple(const Frames *frames) {
     return result;
 }
 
-static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
-    double timeout_s = PyFloat_AsDouble(arg);
-    if (timeout_s == -1.0 && PyErr_Occurred()) {
-        return NULL;
-    }
+/* The wait of a Watcher that samples its thread itself, taking the GIL (see the header). */
+static PyObject *watch_wait(Watcher *w, double timeout_s) {
     double deadline = now_s() + timeout_s;
     if (w->took_s == 0) { /* the first wait: the GIL counts from here */
         w->took_s = deadline - timeout_s;
@@ -290,7 +340,7 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
         w->held_ns += (long long)((now_s() - w->took_s) * 1e9);
         Py_BEGIN_ALLOW_THREADS
         do {
-            pause = w->sleep_s * (0.5 + uniform(w));
+            pause = w->sleep_s * (0.5 + uniform(&w->rng));
             asleep = now_s();
             sleep_for(pause);
             woke = now_s();
@@ -318,9 +368,14 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
             Py_RETURN_NONE;
         }
         if (!same_stack(&w->last, top)) {
-            int failed = remember(w, top);
+            Py_ssize_t kept = remember(w, top);
             Py_DECREF(top);
-            return failed < 0 ? NULL : stack_tuple(&w->last);
+            if (kept < 0) {
+                return NULL;
+            }
+            w->depth = w->last.depth;
+            w->kept = kept;
+            return stack_tuple(&w->last);
         }
         Py_DECREF(top);
         if (woke >= deadline) { /* the same stack: every frame kept, nothing read again */
@@ -330,10 +385,330 @@ static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
     }
 }
 
+/* Tripping (a Watcher of the main thread): the thread samples itself, in a pending call. */
+
+static long long now_ns(void) {
+    return (long long)(now_s() * 1e9);
+}
+
+static void wake(Tripper *t) {
+    pthread_mutex_lock(&t->lock);
+    t->woken = 1;
+    pthread_cond_signal(&t->wake);
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* Waits (the tripping thread) until trip() ran or stop_tripping() began: both change what it waits
+ * on under `lock`, so no wake-up is lost. */
+static void park(Tripper *t) {
+    pthread_mutex_lock(&t->lock);
+    while (__atomic_load_n(&t->asked, __ATOMIC_ACQUIRE) && !__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+        pthread_cond_wait(&t->answered, &t->lock);
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* Sets `*flag` to `value` and wakes the tripping thread where it is parked. */
+static void unpark(Tripper *t, int *flag, int value) {
+    pthread_mutex_lock(&t->lock);
+    __atomic_store_n(flag, value, __ATOMIC_RELEASE);
+    pthread_cond_signal(&t->answered);
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void free_tripper(Tripper *t) {
+    pthread_mutex_destroy(&t->lock);
+    pthread_cond_destroy(&t->wake);
+    pthread_cond_destroy(&t->answered);
+    PyMem_RawFree(t);
+}
+
+/* The stack `last` as the newest sample of the ring (the GIL held), sampled at `sampled_ns`. */
+static int push(Watcher *w, Py_ssize_t kept, long long sampled_ns, long long wanted_ns) {
+    if (w->count == RING) { /* the caller has not taken them for long: the newest is dropped */
+        w->overflowed = 1;
+        return 0;
+    }
+    Sample *sample = &w->ring[(w->head + w->count) % RING];
+    Frames *frames = &sample->frames;
+    clear(frames);
+    while (frames->capacity < w->last.depth) {
+        if (grow(frames) < 0) {
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < w->last.depth; i++) {
+        frames->codes[i] = Py_NewRef(w->last.codes[i]);
+        frames->instructions[i] = w->last.instructions[i];
+        frames->lines[i] = w->last.lines[i];
+    }
+    frames->depth = w->last.depth;
+    sample->kept = w->overflowed ? 0 : kept; /* after a dropped one, its reader formats it whole */
+    w->overflowed = 0;
+    sample->sampled_ns = sampled_ns;
+    sample->wanted_ns = wanted_ns;
+    w->count++;
+    return 0;
+}
+
+/* The thread's stack `top` at `sampled_ns` (the GIL held): a new sample where it changed. */
+static int record(Watcher *w, PyFrameObject *top, long long sampled_ns, long long wanted_ns) {
+    w->compared++;
+    if (w->last.depth > 0 && same_stack(&w->last, top)) {
+        return 0;
+    }
+    Py_ssize_t kept = remember(w, top);
+    if (kept < 0 || push(w, kept, sampled_ns, wanted_ns) < 0) {
+        return -1;
+    }
+    if (w->count >= RING / 2) { /* the caller takes them before the ring fills */
+        wake(w->tripper);
+    }
+    return 0;
+}
+
+/* The oldest sample of the ring, as wait() returns it (the GIL held). */
+static PyObject *pop(Watcher *w) {
+    Sample *sample = &w->ring[w->head];
+    PyObject *stack = stack_tuple(&sample->frames);
+    if (stack == NULL) {
+        return NULL;
+    }
+    w->depth = sample->frames.depth;
+    w->kept = sample->kept;
+    w->sampled_ns = sample->sampled_ns;
+    w->wanted_ns = sample->wanted_ns;
+    clear(&sample->frames);
+    w->head = (w->head + 1) % RING;
+    w->count--;
+    return stack;
+}
+
+static Tripper *tripping; /* the Tripper whose asks trip() answers (changed with the GIL held) */
+
+/* The pending call a trip asks for: run by the main thread, the GIL held, as its interpreter next
+ * checks for pending work (at a call's return, a loop's jump), so at the stack it had when asked. It
+ * records that stack as of the ask, where it changed, and never raises: a sample it cannot record is
+ * skipped. */
+static int trip(void *unused) {
+    Tripper *t = tripping;
+    if (t == NULL || !__atomic_load_n(&t->asked, __ATOMIC_ACQUIRE)) { /* the Watcher went away meanwhile */
+        return 0;
+    }
+    Watcher *w = t->watcher;
+    long long sampled_ns = t->asked_ns, wanted_ns = t->asked_wanted_ns;
+    unpark(t, &t->asked, 0); /* the thread is back in Python: sampled again from now on */
+    PyThreadState *self = PyThreadState_Get();
+    PyFrameObject *top = self->thread_id == w->ident ? PyThreadState_GetFrame(self) : NULL;
+    if (top == NULL) {
+        return 0;
+    }
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (record(w, top, sampled_ns, wanted_ns) < 0) {
+        PyErr_Clear();
+    }
+    PyErr_Restore(type, value, traceback);
+    Py_DECREF(top);
+    return 0;
+}
+
+/* Whether the interpreter is being torn down (the sampler stops its emitters at exit before that:
+ * collectors/stack_sampler.py; this is for a process whose emitters did not end in time). */
+static int finalizing(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+/* The tripping thread (never takes the GIL): sleeps a jittered period (backing off while its wake-ups
+ * come late), and where the thread ran since the last ask, asks it for trip() (a pending call), then
+ * parks until that call ran: a thread in a C call or blocked (a sleep, a read, a wait for the GIL)
+ * runs it once back in Python, at the line it was on, and its stack does not move meanwhile (the
+ * caller's wait reads it at its timeout, as of the ask). */
+static void *trip_loop(void *arg) {
+    Tripper *t = arg;
+    Watcher *w = t->watcher; /* outlives this thread: it is joined first */
+    prctl(PR_SET_NAME, "xlaprof-trip", 0, 0, 0);
+    long long cpu_ns = -1;
+    while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE) && !finalizing()) {
+        double pause = t->sleep_s * (0.5 + uniform(&t->rng)), asleep = now_s();
+        sleep_for(pause);
+        double woke = now_s();
+        /* Only a busy core backs off: a call answered late came back from a C call, whose Python
+         * after is sampled at once (a back-off there lost a whole forward after each sync). */
+        t->sleep_s = woke - asleep - pause > w->late_s ? Py_MIN(2 * t->sleep_s, w->max_backoff_s) : w->period_s;
+        __atomic_add_fetch(&w->samples, 1, __ATOMIC_RELAXED);
+        long long cpu = thread_cpu_ns(w);
+        if (cpu >= 0 && cpu == cpu_ns) { /* it did not run: the same stack */
+            continue;
+        }
+        cpu_ns = cpu;
+        t->asked_wanted_ns = wanted_now(w);
+        t->asked_ns = now_ns();
+        __atomic_store_n(&t->asked, 1, __ATOMIC_RELEASE);
+        if (Py_AddPendingCall(trip, NULL) < 0) { /* the interpreter's queue is full: next time */
+            __atomic_store_n(&t->asked, 0, __ATOMIC_RELEASE);
+            continue;
+        }
+        break_eval(t->interpreter);
+        park(t);
+    }
+    return NULL;
+}
+
+static int start_tripping(Tripper *t) {
+    if (tripping != NULL && tripping != t) {
+        PyErr_SetString(PyExc_RuntimeError, "another Watcher trips the main thread");
+        return -1;
+    }
+    tripping = t;
+    t->stop = 0;
+    t->sleep_s = t->watcher->period_s;
+    int failed = pthread_create(&t->thread, NULL, trip_loop, t);
+    if (failed) {
+        errno = failed;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    t->started = getpid();
+    return 0;
+}
+
+static void stop_tripping(Tripper *t) {
+    if (t->started == getpid()) { /* not in a child forked meanwhile: the thread is not there */
+        unpark(t, &t->stop, 1);
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(t->thread, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    t->started = 0;
+    if (tripping == t) {
+        tripping = NULL;
+    }
+}
+
+/* Reads the thread's stack here (the GIL held), as of `sampled_ns`; 1 where it has no frame (ended). */
+static int sample_here(Watcher *w, long long sampled_ns, long long wanted_ns) {
+    PyFrameObject *top = innermost_frame(w->ident);
+    if (top == NULL) {
+        return 1;
+    }
+    int failed = record(w, top, sampled_ns, wanted_ns);
+    Py_DECREF(top);
+    return failed;
+}
+
+/* The wait of a tripping Watcher: it returns the samples its trips recorded, one a call, oldest
+ * first; reads the stack itself where an ask stays pending (a thread in a C call or blocked: the
+ * stack it had when asked) and at the timeout (the same stack returned again, as by watch_wait). */
+static PyObject *trip_wait(Watcher *w, double timeout_s) {
+    Tripper *t = w->tripper;
+    double deadline = now_s() + timeout_s;
+    if (w->took_s == 0) {
+        w->took_s = deadline - timeout_s;
+    }
+    if (!t->started && start_tripping(t) < 0) {
+        return NULL;
+    }
+    long long wanted_ns = -1;
+    for (;;) {
+        if (w->count > 0) {
+            return pop(w);
+        }
+        if (now_s() >= deadline || w->last.depth == 0) { /* the first wait reads the stack at once */
+            long long read_ns = now_ns(), changed_ns = read_ns;
+            if (wanted_ns < 0) {
+                wanted_ns = wanted_now(w);
+            }
+            long long changed_wanted_ns = wanted_ns;
+            if (__atomic_load_n(&t->asked, __ATOMIC_ACQUIRE)) {
+                /* its call has not run (it cannot while the GIL is held here): a stack that changed did
+                 * so before the ask */
+                changed_ns = t->asked_ns;
+                changed_wanted_ns = t->asked_wanted_ns;
+            }
+            int ended = sample_here(w, changed_ns, changed_wanted_ns);
+            if (ended < 0) {
+                return NULL;
+            }
+            if (ended) {
+                clear(&w->last);
+                Py_RETURN_NONE;
+            }
+            if (w->count > 0) {
+                return pop(w);
+            }
+            w->depth = w->kept = w->last.depth; /* the same stack: every frame kept, nothing read again */
+            w->sampled_ns = read_ns;
+            w->wanted_ns = wanted_ns;
+            return stack_tuple(&w->last);
+        }
+        w->held_ns += (long long)((now_s() - w->took_s) * 1e9);
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&t->lock);
+        double left = deadline - now_s();
+        if (!t->woken && left > 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            long long ns = until.tv_nsec + (long long)(left * 1e9);
+            until.tv_sec += ns / 1000000000LL;
+            until.tv_nsec = ns % 1000000000LL;
+            pthread_cond_timedwait(&t->wake, &t->lock, &until);
+        }
+        t->woken = 0;
+        pthread_mutex_unlock(&t->lock);
+        wanted_ns = wanted_now(w); /* for a read at the timeout: before the GIL is taken */
+        Py_END_ALLOW_THREADS
+        w->took_s = now_s();
+    }
+}
+
+static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
+    double timeout_s = PyFloat_AsDouble(arg);
+    if (timeout_s == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    return w->tripper != NULL ? trip_wait(w, timeout_s) : watch_wait(w, timeout_s);
+}
+
+static PyObject *watcher_close(Watcher *w, PyObject *Py_UNUSED(ignored)) {
+    if (w->tripper != NULL) {
+        stop_tripping(w->tripper);
+    }
+    Py_RETURN_NONE;
+}
+
+static Tripper *new_tripper(Watcher *w) {
+    Tripper *t = PyMem_RawCalloc(1, sizeof(Tripper));
+    pthread_condattr_t attributes;
+    if (t == NULL || pthread_condattr_init(&attributes) != 0) {
+        PyMem_RawFree(t);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->wake, &attributes);
+    pthread_cond_init(&t->answered, &attributes);
+    pthread_condattr_destroy(&attributes);
+    pthread_mutex_init(&t->lock, NULL);
+    t->watcher = w;
+    t->interpreter = PyInterpreterState_Get();
+    t->rng = w->rng ^ 0x9E3779B97F4A7C15ULL;
+    return t;
+}
+
 static int watcher_init(Watcher *w, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"ident", "native_id", "period_s", "late_s", "max_backoff_s", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "klddd", keywords, &w->ident, &w->native_id, &w->period_s,
-                                     &w->late_s, &w->max_backoff_s)) {
+    static char *keywords[] = {"ident", "native_id", "period_s", "late_s", "max_backoff_s", "trips", NULL};
+    int trips = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "klddd|p", keywords, &w->ident, &w->native_id, &w->period_s,
+                                     &w->late_s, &w->max_backoff_s, &trips)) {
+        return -1;
+    }
+    if (w->tripper != NULL || w->sched_fd > 0) {
+        PyErr_SetString(PyExc_RuntimeError, "a Watcher is initialized once");
         return -1;
     }
     if (!(w->period_s > 0 && w->period_s <= w->max_backoff_s && w->late_s >= 0)) {
@@ -347,10 +722,21 @@ static int watcher_init(Watcher *w, PyObject *args, PyObject *kwargs) {
     w->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
     w->rng = ((uint64_t)w->ident ^ (uint64_t)(now_s() * 1e9)) | 1;
     clear(&w->last);
+    if (trips && (w->tripper = new_tripper(w)) == NULL) {
+        return -1;
+    }
     return 0;
 }
 
 static void watcher_dealloc(Watcher *w) {
+    Tripper *t = w->tripper;
+    if (t != NULL) {
+        stop_tripping(t);
+        free_tripper(t);
+    }
+    for (int i = 0; i < RING; i++) {
+        release(&w->ring[i].frames);
+    }
     if (w->sched_fd > 0) { /* 0: never opened (the object is zeroed before init; stdin is not ours) */
         close(w->sched_fd);
     }
@@ -363,6 +749,8 @@ static PyMethodDef watcher_methods[] = {
     {"wait", (PyCFunction)watcher_wait, METH_O,
      "wait(timeout_s): the thread's stack, ((code, line), ...) innermost first, once it changed or "
      "timeout_s passed; None when the thread has no frame any more."},
+    {"close", (PyCFunction)watcher_close, METH_NOARGS,
+     "close(): a tripping Watcher stops asking its thread for samples (the next wait starts again)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -379,6 +767,8 @@ static PyMemberDef watcher_members[] = {
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
     {"held_ns", T_LONGLONG, offsetof(Watcher, held_ns), READONLY,
      "how long (ns) the calling thread held the GIL from its first wait up to its latest release of it"},
+    {"queued", T_INT, offsetof(Watcher, count), READONLY,
+     "samples a tripping watcher recorded that wait() has not returned yet (a wait(0) returns the next)"},
     {"kept", T_PYSSIZET, offsetof(Watcher, kept), READONLY,
      "outermost frames of the stack returned last equal (code and line) to those of the one before"},
     {NULL, 0, 0, 0, NULL},
@@ -401,8 +791,17 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_stack_watch", "Waits for a thread's Python stack to change (the stack sampler's loop).", -1,
 };
 
+/* A child forked while a Watcher tripped has no tripping thread: a Watcher of its own may trip. */
+static void forget_tripping(void) {
+    tripping = NULL;
+}
+
 PyMODINIT_FUNC PyInit__stack_watch(void) {
     if (PyType_Ready(&WatcherType) < 0) {
+        return NULL;
+    }
+    if (pthread_atfork(NULL, NULL, forget_tripping) != 0) {
+        PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);

@@ -17,16 +17,23 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   (``collectors/_stack_watch.c``): a sample of a thread that did not run costs it nothing, one
   whose stack did not change (same code objects at the same lines) a GIL hand-off and no Python;
   the stack is read in Python (only its changed frames formatted) when it changed, or every
-  ``REFRESH_S``. It records one TraceMe event per run of identical stacks (``stack_runs``), named
+  ``REFRESH_S``. The main thread's loop trips instead (``Watcher(..., trips=True)``): the thread
+  samples itself in a pending call, in C, with no hand-off, so Python run between short calls that
+  let go of the GIL (which starve a thread waiting for it) is sampled where it runs; the emitter
+  takes the samples in batches (a thread in a C call or blocked runs the call on its return, stamped
+  as of the ask), and reads the stack itself every ``REFRESH_S``. It records one TraceMe event per run of identical stacks (``stack_runs``), named
   after the innermost frame, with the stats py_thread (the host line id of the sampled thread),
   py_thread_name, py_lag_us (how long after the C loop read the stack the event opened: the emitter
   may wait for the GIL or a core) and py_stack, and, as it closes, py_cpu_us: the time the thread
   was on a CPU or runnable during the run (running Python, or wanting to while a loaded host gave
   its core to another thread), against being blocked on the run's line (a sleep, a queue, a read). It ends,
   closing its open event, when its thread ends, when recording stops, or at ``flush()`` (within
-  ``REFRESH_S``).
+  ``REFRESH_S``; the main thread's emitter records the samples its loop queued first, while the
+  capture records: a capture that stops by itself loses those of its last ``REFRESH_S``).
 - A sample that fails is skipped and logged once per process; an emitter never raises. Where the C
   loop was not built (no C compiler at install), the sampler says so once and samples nothing.
+- At the interpreter's exit (``atexit``) it flushes: the emitters end, and the main thread's
+  tripping thread with them, before the interpreter is torn down.
 - ``set_rate(hz)`` sets the sampling rate of the coming captures (``check_rate`` validates it);
   ``flush()`` closes every open event and pauses sampling until the next ``resume()`` or the
   end of the recording, so a capture stopped right after loses nothing (``xlaprof.profile``);
@@ -41,6 +48,7 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import logging
@@ -162,7 +170,8 @@ class _Emitter(threading.Thread):
 
             writer = RunWriter(open_event, MAX_EVENT_S)
             watcher = self.watcher = Watcher(target.ident, target.native_id, self.period_s, LATE_S,
-                                             max(MAX_BACKOFF_S, self.period_s))
+                                             max(MAX_BACKOFF_S, self.period_s),
+                                             trips=target is threading.main_thread())
         except Exception as exc:  # a sampler must never take the worker down
             _warn_once("start", "xlaprof: the stack sampler cannot sample thread %r: %s", target.name, exc)
             self.failed = True
@@ -174,6 +183,7 @@ class _Emitter(threading.Thread):
             self._sample(profiler.TraceMe.is_enabled, watcher, writer)
         finally:
             writer.close()
+            watcher.close()
             with _lock:
                 _held_by_ended[target.ident] = _held_by_ended.get(target.ident, 0) + watcher.held_ns
                 if _emitters.get(target) is self:
@@ -186,17 +196,25 @@ class _Emitter(threading.Thread):
             frames = watcher.wait(REFRESH_S)  # (code, line) pairs: never a frame, which keeps its locals alive
             if frames is None or not target.is_alive():
                 return
-            try:
-                stack = reader.read(frames, watcher.depth - watcher.kept, watcher.kept)
-            except Exception as exc:  # a frame it cannot read: skip the sample, and read the next one whole
-                _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
-                reader = StackReader()
-            else:
-                lag_us = max(0, time.monotonic_ns() - watcher.sampled_ns) / 1000
-                writer.sample(time.perf_counter(), stack, watcher.wanted_ns, lag_us)
+            reader = _record(frames, watcher, reader, writer)
             if time.monotonic() - _reconciled_at >= POLL_S:  # new threads: from here, which has the GIL now
                 _reconcile_safely()
             metrics_sampler.emit_if_due()  # likewise: the metrics thread sleeps while emitters run
+        while watcher.queued and recording(vocabulary.USER_SPAN_LEVEL):  # a flush keeps the tripped samples
+            reader = _record(watcher.wait(0.0), watcher, reader, writer)
+
+
+def _record(frames, watcher, reader: StackReader, writer: RunWriter) -> StackReader:
+    """The sample ``watcher.wait`` returned (``frames``) as the writer's next sample; returns the reader
+    for the next one (a new one where this one could not be read: the next is read whole)."""
+    try:
+        stack = reader.read(frames, watcher.depth - watcher.kept, watcher.kept)
+    except Exception as exc:  # a frame it cannot read: skip the sample
+        _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
+        return StackReader()
+    lag_us = max(0, time.monotonic_ns() - watcher.sampled_ns) / 1000
+    writer.sample(time.perf_counter(), stack, watcher.wanted_ns, lag_us)
+    return reader
 
 
 def gil_held_ns(ident: int) -> int:
@@ -279,6 +297,7 @@ def ensure_sampler() -> None:
             return
         _controller = threading.Thread(target=_run, name=f"{OWN_THREAD_PREFIX}-stacks", daemon=True)
         _controller.start()
+        atexit.register(flush)  # the main thread's tripping thread (C, no GIL) must not outlive the interpreter
 
 
 def flush(timeout_s: float = 1.0) -> None:

@@ -9,6 +9,7 @@ import threading
 import time
 import types
 import weakref
+import zlib
 
 import pytest
 from collectors._stack_watch import Watcher
@@ -306,3 +307,168 @@ def test_a_sample_taken_while_the_thread_keeps_the_gil_is_timed_before_its_wait_
     half_way = hold["start_ns"] + (hold["end_ns"] - hold["start_ns"]) // 2
     assert hold["start_ns"] - 5_000_000 <= sampled_ns < half_way, (sampled_ns - hold["start_ns"],
                                                                    hold["end_ns"] - hold["start_ns"])
+
+
+
+@contextlib.contextmanager
+def tripping_the_main_thread(on_sample):
+    """A tripping watcher of the main thread (this one: pending calls run in the main thread only),
+    a thread of its own calling ``on_sample(watcher, stack)`` at each return of its wait until the
+    block ends; the interpreter's switch interval set as the sampler sets it."""
+    assert threading.current_thread() is threading.main_thread()
+    main, stop = threading.main_thread(), threading.Event()
+    watcher = Watcher(main.ident, main.native_id, PERIOD_S, 0.0005, 0.008, trips=True)
+
+    def collect():
+        while not stop.is_set():
+            on_sample(watcher, watcher.wait(0.02))
+
+    collecting = threading.Thread(target=collect, daemon=True)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)
+    try:
+        collecting.start()
+        time.sleep(0.05)  # its first sample taken
+        yield watcher
+    finally:
+        stop.set()
+        collecting.join()
+        watcher.close()
+        sys.setswitchinterval(switch)
+
+
+def _python_between_releases():
+    """Pure Python, a loop of it: what a thread runs between two short calls that let go of the GIL."""
+    total = 0
+    for i in range(1500):
+        total += i
+    return total
+
+
+def _release_the_gil(buffer: bytes) -> None:
+    zlib.crc32(buffer)  # a C call that lets go of the GIL (as a tokenizer's or a torch op's does)
+
+
+def _sampled_shares(samples, began_ns: int, ended_ns: int) -> dict[str, float]:
+    """Each innermost function's share of [began_ns, ended_ns], a sample's stack running until the next one."""
+    shares: dict[str, float] = {}
+    for (at, name), (next_at, _) in zip(samples, samples[1:]):
+        start, end = max(at, began_ns), min(next_at, ended_ns)
+        if end > start:
+            shares[name] = shares.get(name, 0.0) + (end - start)
+    total = sum(shares.values()) or 1.0
+    return {name: value / total for name, value in shares.items()}
+
+
+def test_the_main_thread_letting_go_of_the_gil_often_is_sampled_where_it_runs_python():
+    """A thread running Python between short calls that let go of the GIL keeps it from a thread
+    waiting for it (each release starts that wait over): a watcher taking the GIL sampled only those
+    calls. A tripping watcher of the main thread asks the thread for a pending call instead, and its
+    samples split the time as the thread spent it; the kept frames it reports let a reader format
+    only the changed ones, sample after sample."""
+    buffer, samples, formatted, reader = bytes(200_000), [], [], StackReader()
+
+    def on_sample(watcher, stack):
+        samples.append((watcher.sampled_ns, stack[0][0].co_name))
+        text = reader.read(stack, watcher.depth - watcher.kept, watcher.kept).text
+        formatted.append(text == StackReader().read(stack).text)
+
+    python_s = release_s = 0.0
+    with tripping_the_main_thread(on_sample):
+        began_ns = time.monotonic_ns()
+        while time.monotonic_ns() - began_ns < 1e9:
+            t0 = time.perf_counter()
+            _python_between_releases()
+            t1 = time.perf_counter()
+            _release_the_gil(buffer)
+            python_s, release_s = python_s + t1 - t0, release_s + time.perf_counter() - t1
+        ended_ns = time.monotonic_ns()
+    truth = python_s / (python_s + release_s)
+    sampled = _sampled_shares(samples, began_ns, ended_ns).get("_python_between_releases", 0.0)
+    assert len(samples) >= 50, len(samples)  # about 900 a second here; a busy machine backs off to 8 ms
+    assert abs(sampled - truth) < 0.2, (sampled, truth)
+    assert all(formatted)
+
+
+def _asleep_for(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def test_a_tripping_watcher_reads_the_main_thread_blocked_in_a_call_itself():
+    """Blocked (here in a sleep, the GIL let go), the main thread runs no pending call until it wakes:
+    its watcher reads its stack itself at its timeout, stamped when it was asked (its stack cannot
+    have moved before the call ran), so the sleep's line runs from about when it blocked; and each
+    timeout after returns it again stamped when read (an event cut and reopened on it is not moved
+    back to the sleep's start, which ended the runs before it where the analysis sorted them)."""
+    first, refresh_lags = [], []
+
+    def on_sample(watcher, stack):
+        if "_asleep_for" in code_names(stack):
+            first.append(watcher.sampled_ns)
+            if watcher.kept == watcher.depth:
+                refresh_lags.append((time.monotonic_ns() - watcher.sampled_ns) / 1e6)
+
+    with tripping_the_main_thread(on_sample):
+        _python_between_releases()
+        slept_ns = time.monotonic_ns()
+        _asleep_for(0.3)
+    assert -1 < (first[0] - slept_ns) / 1e6 < 100, (first[0] - slept_ns) / 1e6  # about a period; 8 ms backed off
+    assert len(refresh_lags) >= 5, refresh_lags  # about 14 timeouts of 20 ms
+    assert max(refresh_lags) < 50, refresh_lags
+
+
+def test_one_watcher_trips_the_main_thread_at_a_time():
+    main = threading.main_thread()
+    first = Watcher(main.ident, main.native_id, PERIOD_S, 0.0005, 0.008, trips=True)
+    second = Watcher(main.ident, main.native_id, PERIOD_S, 0.0005, 0.008, trips=True)
+    try:
+        first.wait(0.01)
+        with pytest.raises(RuntimeError, match="another Watcher trips"):
+            second.wait(0.01)
+        first.close()
+        assert second.wait(0.01) is not None  # the first let go
+    finally:
+        first.close()
+        second.close()
+
+
+def _python_for(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _crc_of(buffer: bytes) -> None:
+    zlib.crc32(buffer)  # lets go of the GIL, and runs
+
+
+def _sum_of(numbers: range) -> None:
+    sum(numbers)  # keeps the GIL
+
+
+def test_each_sample_of_the_main_thread_is_stamped_while_its_stack_ran():
+    """Phases of Python, a sleep, a C call letting go of the GIL and one keeping it, in turn: every
+    sample a tripping watcher returns is stamped (``sampled_ns``) inside a phase of the function its
+    stack names (give or take 0.3 ms at a phase's edges). A watcher that takes the GIL stamped a
+    sample before its wait for the GIL, where the stack it then read had moved on (about half)."""
+    phases = [(_python_for, 0.002), (_asleep_for, 0.003), (_crc_of, bytes(2_000_000)), (_sum_of, range(60_000))]
+    codes = {function.__code__: function.__name__ for function, _ in phases}
+    samples, ran = [], []
+
+    def on_sample(watcher, stack):
+        samples.append((watcher.sampled_ns, next((codes[c] for c, _ in stack if c in codes), None)))
+
+    with tripping_the_main_thread(on_sample):
+        until = time.monotonic() + 1.5
+        while time.monotonic() < until:
+            for function, argument in phases:
+                began = time.monotonic_ns()
+                function(argument)
+                ran.append((began, time.monotonic_ns(), function.__name__))
+    margin = 300_000
+    inside = [(at, name) for at, name in samples if name is not None and ran[0][0] <= at <= ran[-1][1]]
+    misplaced = [(at, name) for at, name in inside
+                 if not any(began - margin <= at <= ended + margin for began, ended, ran_name in ran
+                            if ran_name == name)]
+    assert len(inside) >= 50, len(inside)
+    assert not misplaced, misplaced[:5]
