@@ -9,8 +9,8 @@
  * nothing to do and checks again until the main thread has run the call. From 3.13 on the main thread
  * is told by Py_AddPendingCall itself, and this does nothing. The interpreter's internal header is
  * needed for it, so this file is compiled apart (Py_BUILD_CORE) from the sampler's loop; where a
- * Python's headers lack it, this does nothing too, and the main thread runs the call once it next
- * takes the GIL, or its emitter reads its stack itself once the call is late. */
+ * Python's headers lack it, this does nothing too: the main thread runs the call once it next takes
+ * the GIL, and its emitter reads its stack itself every 20 ms meanwhile. */
 #define Py_BUILD_CORE 1
 #include <Python.h>
 

@@ -21,7 +21,8 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   samples itself in a pending call, in C, with no hand-off, so Python run between short calls that
   let go of the GIL (which starve a thread waiting for it) is sampled where it runs; the emitter
   takes the samples in batches (a thread in a C call or blocked runs the call on its return, stamped
-  as of the ask), and reads the stack itself every ``REFRESH_S``. It records one TraceMe event per run of identical stacks (``stack_runs``), named
+  as of the ask), and reads the stack itself every ``REFRESH_S``. It records one TraceMe event per
+  run of identical stacks (``stack_runs``), named
   after the innermost frame, with the stats py_thread (the host line id of the sampled thread),
   py_thread_name, py_lag_us (how long after the C loop read the stack the event opened: the emitter
   may wait for the GIL or a core) and py_stack, and, as it closes, py_cpu_us: the time the thread
