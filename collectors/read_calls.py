@@ -19,7 +19,16 @@ nothing reads a tensor value. Reads under ``torch.inference_mode()`` are marked 
 bindings of ``READ_BINDINGS`` move device values to the host without the dispatcher (``xm.save``
 and other state-dict transfers call ``torch_xla._XLAC._xla_get_cpu_tensors``): ``install()`` puts
 the same marking wrapper in their place in ``torch_xla._XLAC``, which torch_xla's Python looks up at
-each call. Reads made otherwise (another op's CPU fallback) are named by the stack sampler alone.
+each call.
+
+Every other op that torch_xla runs by its CPU fallback reads its device inputs too (``_weight_norm_interface``
+in a weight-normed convolution's forward, ``_ctc_loss``, ``bucketize``: a read of 0.1 ms that the
+sampler, at 1 kHz, mostly misses). ``install()`` marks those the same way: the ops of ``aten`` whose
+``XLA`` dispatch reaches torch_xla's backend fallback (``fallback_ops``: no kernel of their own at
+``XLA`` nor a composite one, and a CPU kernel for the fallback to run). The marking kernel calls the
+kernel the dispatcher computed for them, the fallback itself. Ops whose own XLA kernel falls back
+inside for some arguments (an upsampling on the CPU device) are not marked: wrapping every op of
+torch_xla would cost each call; the stack sampler alone names their reads.
 """
 from __future__ import annotations
 
@@ -48,6 +57,9 @@ def _reads(name: str, kwargs: dict) -> bool:
     return device is not None and getattr(device, "type", device) == "cpu"
 
 _DISPATCH_KEY = "XLA"
+# An op with a kernel at one of these keys does not reach the backend fallback at ``XLA``.
+_OWN_KERNEL_KEYS = (_DISPATCH_KEY, "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                    "CompositeExplicitAutogradNonFunctional")
 
 log = logging.getLogger("xlaprof")
 _lock = threading.Lock()
@@ -55,7 +67,8 @@ _library = None  # the torch.library registration, kept for the life of the proc
 
 
 def install() -> None:
-    """Put the read-marking kernels in front of ``READ_OPS`` (once per process; never raises)."""
+    """Put the read-marking kernels in front of ``READ_OPS`` and the ``fallback_ops`` (once per process;
+    never raises)."""
     global _library
     with _lock:
         if _library is not None:
@@ -68,9 +81,10 @@ def install() -> None:
             with warnings.catch_warnings():  # "overriding a previously registered kernel": the point, said once here
                 warnings.simplefilter("ignore")
                 for name in READ_OPS:
-                    xla_kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{name}", _DISPATCH_KEY)
-                    reads = functools.partial(_reads, name)
-                    library.impl(name, _marking(xla_kernel.call_boxed, profiler, reads), _DISPATCH_KEY, with_keyset=True)
+                    _mark_op(torch, library, profiler, name, functools.partial(_reads, name))
+                for name in fallback_ops(torch):
+                    if name not in READ_OPS:
+                        _mark_op(torch, library, profiler, name)
             import torch_xla
 
             bindings = torch_xla._XLAC
@@ -81,6 +95,20 @@ def install() -> None:
             _library = False
             return
         _library = library
+
+
+def fallback_ops(torch) -> list[str]:
+    """The ``aten`` ops (``name.overload``) whose ``XLA`` dispatch reaches torch_xla's CPU fallback."""
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    return sorted(op.removeprefix("aten::") for op in torch._C._dispatch_get_all_op_names()
+                  if op.startswith("aten::") and has_kernel(op, "CPU")
+                  and not any(has_kernel(op, key) for key in _OWN_KERNEL_KEYS))
+
+
+def _mark_op(torch, library, profiler, name: str, reads=None) -> None:
+    """Put the marking kernel in front of op ``name``'s computed ``XLA`` kernel (its own or the fallback)."""
+    xla_kernel = torch._C._dispatch_get_computed_kernel_for_dispatch_key(f"aten::{name}", _DISPATCH_KEY)
+    library.impl(name, _marking(xla_kernel.call_boxed, profiler, reads), _DISPATCH_KEY, with_keyset=True)
 
 
 def _marking(call, profiler, reads=None):

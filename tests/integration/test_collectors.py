@@ -133,6 +133,7 @@ READ_MARK_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
         found.append(str(w.to(torch.bfloat16).dtype))  # a copy on the device: no read, no mark
         xm.save({"w": w.detach()}, saved)  # READ 10: torch_xla's bindings, not the dispatcher
         found.append(round(float(torch.load(saved)["w"].sum()), 4))
+        found.append(list(torch._weight_norm(w, torch.ones(8, 1).to(dev)).shape))  # READ 11: an op of the CPU fallback
         loss.backward()  # the reads left autograd as it was
         torch_xla.sync()
         found.append(w.grad.sum().item())
@@ -157,7 +158,7 @@ def test_reading_ops_mark_their_calls_and_change_nothing_else(tmp_path):
     # come from torch/functional.py, called from the script's line).
     callers = [next(frame for frame in reversed(stat_text(stacks[int(r)]).splitlines()) if frame.startswith(script))
                for r in rows]
-    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 11)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
+    lines = [_lines_of(READ_MARK_SCRIPT, f"# READ {k}") for k in range(1, 12)] + [_lines_of(READ_MARK_SCRIPT, "w.grad")]
     assert callers == [f"{script}:{line} reads" for line in lines], callers
 
 
