@@ -107,6 +107,8 @@ typedef struct {
     pthread_cond_t wake;
     int woken;
     pthread_cond_t answered; /* with `lock`: the tripping thread parks until trip() ran */
+    Sample ring[RING];       /* the samples trips recorded, oldest at `head` (the GIL held) */
+    int head, count, overflowed; /* overflowed: a sample was dropped, the next one keeps no frame */
 } Tripper;
 
 struct Watcher {
@@ -125,8 +127,6 @@ struct Watcher {
     double took_s;          /* when the calling thread last took the GIL (0 before its first wait) */
     long long held_ns;      /* the GIL held so far, up to its latest release */
     Tripper *tripper;       /* a Watcher of the main thread: asks it to sample itself (NULL: not) */
-    Sample ring[RING];      /* the samples trips recorded, oldest at `head` */
-    int head, count, overflowed; /* overflowed: a sample was dropped, the next one keeps no frame */
 };
 
 static double now_s(void) {
@@ -416,7 +416,10 @@ static void unpark(Tripper *t, int *flag, int value) {
     pthread_mutex_unlock(&t->lock);
 }
 
-static void free_tripper(Tripper *t) {
+static void free_tripper(Tripper *t) { /* the GIL held */
+    for (int i = 0; i < RING; i++) {
+        release(&t->ring[i].frames);
+    }
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->wake);
     pthread_cond_destroy(&t->answered);
@@ -425,11 +428,12 @@ static void free_tripper(Tripper *t) {
 
 /* The stack `last` as the newest sample of the ring (the GIL held), sampled at `sampled_ns`. */
 static int push(Watcher *w, Py_ssize_t kept, long long sampled_ns, long long wanted_ns) {
-    if (w->count == RING) { /* the caller has not taken them for long: the newest is dropped */
-        w->overflowed = 1;
+    Tripper *t = w->tripper;
+    if (t->count == RING) { /* the caller has not taken them for long: the newest is dropped */
+        t->overflowed = 1;
         return 0;
     }
-    Sample *sample = &w->ring[(w->head + w->count) % RING];
+    Sample *sample = &t->ring[(t->head + t->count) % RING];
     Frames *frames = &sample->frames;
     clear(frames);
     while (frames->capacity < w->last.depth) {
@@ -443,11 +447,11 @@ static int push(Watcher *w, Py_ssize_t kept, long long sampled_ns, long long wan
         frames->lines[i] = w->last.lines[i];
     }
     frames->depth = w->last.depth;
-    sample->kept = w->overflowed ? 0 : kept; /* after a dropped one, its reader formats it whole */
-    w->overflowed = 0;
+    sample->kept = t->overflowed ? 0 : kept; /* after a dropped one, its reader formats it whole */
+    t->overflowed = 0;
     sample->sampled_ns = sampled_ns;
     sample->wanted_ns = wanted_ns;
-    w->count++;
+    t->count++;
     return 0;
 }
 
@@ -461,7 +465,7 @@ static int record(Watcher *w, PyFrameObject *top, long long sampled_ns, long lon
     if (kept < 0 || push(w, kept, sampled_ns, wanted_ns) < 0) {
         return -1;
     }
-    if (w->count >= RING / 2) { /* the caller takes them before the ring fills */
+    if (w->tripper->count >= RING / 2) { /* the caller takes them before the ring fills */
         wake(w->tripper);
     }
     return 0;
@@ -469,7 +473,8 @@ static int record(Watcher *w, PyFrameObject *top, long long sampled_ns, long lon
 
 /* The oldest sample of the ring, as wait() returns it (the GIL held). */
 static PyObject *pop(Watcher *w) {
-    Sample *sample = &w->ring[w->head];
+    Tripper *t = w->tripper;
+    Sample *sample = &t->ring[t->head];
     PyObject *stack = stack_tuple(&sample->frames);
     if (stack == NULL) {
         return NULL;
@@ -479,8 +484,8 @@ static PyObject *pop(Watcher *w) {
     w->sampled_ns = sample->sampled_ns;
     w->wanted_ns = sample->wanted_ns;
     clear(&sample->frames);
-    w->head = (w->head + 1) % RING;
-    w->count--;
+    t->head = (t->head + 1) % RING;
+    t->count--;
     return stack;
 }
 
@@ -615,7 +620,7 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
     }
     long long wanted_ns = -1;
     for (;;) {
-        if (w->count > 0) {
+        if (t->count > 0) {
             return pop(w);
         }
         if (now_s() >= deadline || w->last.depth == 0) { /* the first wait reads the stack at once */
@@ -638,7 +643,7 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
                 clear(&w->last);
                 Py_RETURN_NONE;
             }
-            if (w->count > 0) {
+            if (t->count > 0) {
                 return pop(w);
             }
             w->depth = w->kept = w->last.depth; /* the same stack: every frame kept, nothing read again */
@@ -734,9 +739,6 @@ static void watcher_dealloc(Watcher *w) {
         stop_tripping(t);
         free_tripper(t);
     }
-    for (int i = 0; i < RING; i++) {
-        release(&w->ring[i].frames);
-    }
     if (w->sched_fd > 0) { /* 0: never opened (the object is zeroed before init; stdin is not ours) */
         close(w->sched_fd);
     }
@@ -767,11 +769,19 @@ static PyMemberDef watcher_members[] = {
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
     {"held_ns", T_LONGLONG, offsetof(Watcher, held_ns), READONLY,
      "how long (ns) the calling thread held the GIL from its first wait up to its latest release of it"},
-    {"queued", T_INT, offsetof(Watcher, count), READONLY,
-     "samples a tripping watcher recorded that wait() has not returned yet (a wait(0) returns the next)"},
     {"kept", T_PYSSIZET, offsetof(Watcher, kept), READONLY,
      "outermost frames of the stack returned last equal (code and line) to those of the one before"},
     {NULL, 0, 0, 0, NULL},
+};
+
+static PyObject *watcher_queued(Watcher *w, void *Py_UNUSED(closure)) {
+    return PyLong_FromLong(w->tripper != NULL ? w->tripper->count : 0);
+}
+
+static PyGetSetDef watcher_getset[] = {
+    {"queued", (getter)watcher_queued, NULL,
+     "samples a tripping watcher recorded that wait() has not returned yet (a wait(0) returns the next)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyTypeObject WatcherType = {
@@ -785,6 +795,7 @@ static PyTypeObject WatcherType = {
     .tp_dealloc = (destructor)watcher_dealloc,
     .tp_methods = watcher_methods,
     .tp_members = watcher_members,
+    .tp_getset = watcher_getset,
 };
 
 static struct PyModuleDef module = {
