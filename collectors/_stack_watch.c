@@ -53,9 +53,8 @@
  * unchanged stack is returned again, stamped when read. A sample dropped as the ring was full leaves
  * the next one with no kept frame. close() stops the tripping thread (a wait starts it again); one
  * Watcher at a time trips the main thread (another one's wait raises RuntimeError until it is
- * closed). While a call is pending (the main thread in a long C call), the process's other Python
- * threads find the interpreter's flag set and check it at each of their own checks, finding nothing
- * to do.
+ * closed). The interpreter's flag is set only while the main thread holds the GIL: the process's
+ * other Python threads, running while it is in a long C call, do not find it set for nothing.
  *
  * It reads frames only (public C API, the GIL held), never a tensor. Pure Python did the same per
  * sample with a sleep, sys._current_frames() and a walk in bytecode: tens of microseconds with the
@@ -67,7 +66,7 @@
 #include <structmember.h>
 
 
-void break_eval(PyInterpreterState *interpreter); /* collectors/_eval_break.c */
+void break_eval(PyInterpreterState *interpreter, PyThreadState *main_thread); /* collectors/_eval_break.c */
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -97,6 +96,7 @@ typedef struct Watcher Watcher;
 typedef struct {
     Watcher *watcher;
     PyInterpreterState *interpreter;
+    PyThreadState *thread_state; /* the watched thread's (NULL: not found; lives as long as the thread) */
     pthread_t thread;
     int started, stop;  /* started: the pid that started the thread (0: none); stop: atomic */
     int asked;          /* atomic: a pending call was asked for and has not run yet */
@@ -558,7 +558,7 @@ static void *trip_loop(void *arg) {
             __atomic_store_n(&t->asked, 0, __ATOMIC_RELEASE);
             continue;
         }
-        break_eval(t->interpreter);
+        break_eval(t->interpreter, t->thread_state);
         park(t);
     }
     return NULL;
@@ -701,6 +701,11 @@ static Tripper *new_tripper(Watcher *w) {
     pthread_mutex_init(&t->lock, NULL);
     t->watcher = w;
     t->interpreter = PyInterpreterState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(t->interpreter); ts != NULL; ts = PyThreadState_Next(ts)) {
+        if (ts->thread_id == w->ident) {
+            t->thread_state = ts;
+        }
+    }
     t->rng = w->rng ^ 0x9E3779B97F4A7C15ULL;
     return t;
 }
