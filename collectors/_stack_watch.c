@@ -14,7 +14,10 @@
  *   stack, and the sample ends there, without the GIL (a thread blocked in a read, a sync or a
  *   compile costs nothing more);
  * - else takes the GIL and compares the stack with the one it returned last, frame by frame (code
- *   object and line; a frame's line is computed only when its instruction moved).
+ *   object and line; a frame's line is computed only when its instruction moved). Where the thread
+ *   holds the GIL, it is first asked to let it go at its next check (collectors/_eval_break.c): a
+ *   waiter's own request, after a whole switch interval with no hand-off, never came for a thread
+ *   running Python between short calls that let go of the GIL, which was sampled at those calls.
  * Getting the GIL more than late_s after a pause means the GIL or a core was busy: the period then
  * doubles, up to max_backoff_s, until it comes promptly again. `samples` counts the samples,
  * `compared` those that took the GIL. `cpu_ns` is the thread's CPU time (ns, -1 where it cannot be
@@ -66,7 +69,9 @@
 #include <structmember.h>
 
 
-void break_eval(PyInterpreterState *interpreter, PyThreadState *main_thread); /* collectors/_eval_break.c */
+/* collectors/_eval_break.c */
+void break_eval(PyInterpreterState *interpreter, PyThreadState *main_thread);
+void ask_for_the_gil(PyInterpreterState *interpreter, PyThreadState *thread);
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -95,8 +100,6 @@ typedef struct Watcher Watcher;
 /* The tripping thread of a Watcher of the main thread (see the header). */
 typedef struct {
     Watcher *watcher;
-    PyInterpreterState *interpreter;
-    PyThreadState *thread_state; /* the watched thread's (NULL: not found; lives as long as the thread) */
     pthread_t thread;
     int started, stop;  /* started: the pid that started the thread (0: none); stop: atomic */
     int asked;          /* atomic: a pending call was asked for and has not run yet */
@@ -113,6 +116,8 @@ typedef struct {
 
 struct Watcher {
     PyObject_HEAD
+    PyInterpreterState *interpreter;
+    PyThreadState *thread_state; /* the thread's (NULL: not found); compared, never read */
     unsigned long ident;
     long native_id;   /* the thread's id in the kernel (threading.get_native_id()) */
     long long cpu_ns; /* its CPU time when last read */
@@ -168,6 +173,18 @@ static PyFrameObject *innermost_frame(unsigned long ident) { /* new reference, o
             if (frame != NULL) {
                 return frame;
             }
+        }
+    }
+    return NULL;
+}
+
+/* The thread state of the running thread `ident` (one with a frame, as above), or NULL. */
+static PyThreadState *thread_state_of(PyInterpreterState *interpreter, unsigned long ident) {
+    for (PyThreadState *t = PyInterpreterState_ThreadHead(interpreter); t != NULL; t = PyThreadState_Next(t)) {
+        PyFrameObject *frame = t->thread_id == ident ? PyThreadState_GetFrame(t) : NULL;
+        if (frame != NULL) {
+            Py_DECREF(frame);
+            return t;
         }
     }
     return NULL;
@@ -348,6 +365,7 @@ static PyObject *watch_wait(Watcher *w, double timeout_s) {
         } while (woke < deadline && !ran(w));
         w->wanted_ns = wanted_now(w); /* a syscall: before the GIL is taken, not while the sampled thread waits for it */
         sampled = now_s();
+        ask_for_the_gil(w->interpreter, w->thread_state); /* it lets go at its next check, not at its next call */
         Py_END_ALLOW_THREADS
         double came = w->took_s = now_s();
         w->compared++;
@@ -558,7 +576,7 @@ static void *trip_loop(void *arg) {
             __atomic_store_n(&t->asked, 0, __ATOMIC_RELEASE);
             continue;
         }
-        break_eval(t->interpreter, t->thread_state);
+        break_eval(w->interpreter, w->thread_state);
         park(t);
     }
     return NULL;
@@ -700,12 +718,6 @@ static Tripper *new_tripper(Watcher *w) {
     pthread_condattr_destroy(&attributes);
     pthread_mutex_init(&t->lock, NULL);
     t->watcher = w;
-    t->interpreter = PyInterpreterState_Get();
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(t->interpreter); ts != NULL; ts = PyThreadState_Next(ts)) {
-        if (ts->thread_id == w->ident) {
-            t->thread_state = ts;
-        }
-    }
     t->rng = w->rng ^ 0x9E3779B97F4A7C15ULL;
     return t;
 }
@@ -731,6 +743,8 @@ static int watcher_init(Watcher *w, PyObject *args, PyObject *kwargs) {
     snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", w->native_id);
     w->sched_fd = open(path, O_RDONLY | O_CLOEXEC);
     w->rng = ((uint64_t)w->ident ^ (uint64_t)(now_s() * 1e9)) | 1;
+    w->interpreter = PyInterpreterState_Get();
+    w->thread_state = thread_state_of(w->interpreter, w->ident);
     clear(&w->last);
     if (trips && (w->tripper = new_tripper(w)) == NULL) {
         return -1;
