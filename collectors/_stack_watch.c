@@ -165,21 +165,7 @@ static int last_instruction(PyFrameObject *frame) {
 /* A thread state that a thread is starting carries its starter's ident until the new thread runs (it
  * is listed first, without a frame): a thread state of `ident` without a frame is skipped, so the
  * thread starting another is not taken for one that ended. */
-static PyFrameObject *innermost_frame(unsigned long ident) { /* new reference, or NULL */
-    PyInterpreterState *interpreter = PyThreadState_GetInterpreter(PyThreadState_Get());
-    for (PyThreadState *t = PyInterpreterState_ThreadHead(interpreter); t != NULL; t = PyThreadState_Next(t)) {
-        if (t->thread_id == ident) {
-            PyFrameObject *frame = PyThreadState_GetFrame(t);
-            if (frame != NULL) {
-                return frame;
-            }
-        }
-    }
-    return NULL;
-}
-
-/* The thread state of the running thread `ident` (one with a frame, as above), or NULL. */
-static PyThreadState *thread_state_of(PyInterpreterState *interpreter, unsigned long ident) {
+static PyThreadState *thread_state_of(PyInterpreterState *interpreter, unsigned long ident) { /* or NULL */
     for (PyThreadState *t = PyInterpreterState_ThreadHead(interpreter); t != NULL; t = PyThreadState_Next(t)) {
         PyFrameObject *frame = t->thread_id == ident ? PyThreadState_GetFrame(t) : NULL;
         if (frame != NULL) {
@@ -188,6 +174,11 @@ static PyThreadState *thread_state_of(PyInterpreterState *interpreter, unsigned 
         }
     }
     return NULL;
+}
+
+static PyFrameObject *innermost_frame(unsigned long ident) { /* new reference, or NULL */
+    PyThreadState *t = thread_state_of(PyThreadState_GetInterpreter(PyThreadState_Get()), ident);
+    return t != NULL ? PyThreadState_GetFrame(t) : NULL;
 }
 
 /* Whether the stack is the one returned last, line by line: a frame at another instruction of the
