@@ -84,7 +84,10 @@ def install() -> None:
                     _mark_op(torch, library, profiler, name, functools.partial(_reads, name))
                 for name in fallback_ops(torch):
                     if name not in READ_OPS:
-                        _mark_op(torch, library, profiler, name)
+                        try:
+                            _mark_op(torch, library, profiler, name)
+                        except Exception as exc:  # one op's odd schema leaves that op unmarked, not all
+                            log.debug("xlaprof: the CPU-fallback op %s is not marked (%s)", name, exc)
             import torch_xla
 
             bindings = torch_xla._XLAC
