@@ -67,11 +67,6 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <structmember.h>
-
-
-/* collectors/_eval_break.c */
-void break_eval(PyInterpreterState *interpreter, PyThreadState *main_thread);
-void ask_for_the_gil(PyInterpreterState *interpreter, PyThreadState *thread);
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -79,6 +74,10 @@ void ask_for_the_gil(PyInterpreterState *interpreter, PyThreadState *thread);
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
+
+/* collectors/_eval_break.c */
+void break_eval(PyInterpreterState *interpreter, PyThreadState *main_thread);
+void ask_for_the_gil(PyInterpreterState *interpreter, PyThreadState *thread);
 
 typedef struct { /* a stack, innermost frame first */
     PyObject **codes;  /* strong references */
@@ -546,7 +545,6 @@ static void *trip_loop(void *arg) {
     Tripper *t = arg;
     Watcher *w = t->watcher; /* outlives this thread: it is joined first */
     prctl(PR_SET_NAME, "xlaprof-trip", 0, 0, 0);
-    long long cpu_ns = -1;
     while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE) && !finalizing()) {
         double pause = t->sleep_s * (0.5 + uniform(&t->rng)), asleep = now_s();
         sleep_for(pause);
@@ -555,11 +553,9 @@ static void *trip_loop(void *arg) {
          * after is sampled at once (a back-off there lost a whole forward after each sync). */
         t->sleep_s = woke - asleep - pause > w->late_s ? Py_MIN(2 * t->sleep_s, w->max_backoff_s) : w->period_s;
         __atomic_add_fetch(&w->samples, 1, __ATOMIC_RELAXED);
-        long long cpu = thread_cpu_ns(w);
-        if (cpu >= 0 && cpu == cpu_ns) { /* it did not run: the same stack */
+        if (!ran(w)) { /* the same stack */
             continue;
         }
-        cpu_ns = cpu;
         t->asked_wanted_ns = wanted_now(w);
         t->asked_ns = now_ns();
         __atomic_store_n(&t->asked, 1, __ATOMIC_RELEASE);

@@ -19,7 +19,8 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   the stack is read in Python (only its changed frames formatted) when it changed, or every
   ``REFRESH_S``. The main thread's loop trips instead (``Watcher(..., trips=True)``): the thread
   samples itself in a pending call, in C, with no hand-off, so Python run between short calls that
-  let go of the GIL (which starve a thread waiting for it) is sampled where it runs; the emitter
+  let go of the GIL (which starve a thread waiting for it) is sampled where it runs (another
+  thread's loop asks that thread to let the GIL go, where it holds it, before taking it); the emitter
   takes the samples in batches (a thread in a C call or blocked runs the call on its return, stamped
   as of the ask), and reads the stack itself every ``REFRESH_S``. It records one TraceMe event per
   run of identical stacks (``stack_runs``), named
