@@ -96,12 +96,10 @@ def sample_bytes(path: str) -> int:
             + sum(plane.event_metadata[i].ByteSize() + 8 for i in names))
 
 
-TRIP_THREAD = "xlaprof-trip"  # the thread that asks the main thread for its samples (collectors/_stack_watch.c)
-
-
 def sampler_cpu_s() -> float:
     """CPU seconds used so far by this process's emitter threads (named "py ...", Linux) and the
     main thread's tripping thread."""
+    from collectors.stack_sampler import TRIP_THREAD
     from xlaprof.xspace import vocabulary
 
     total = 0.0

@@ -69,19 +69,22 @@ class Stack:
 
 
 _MAX_CODES = 20_000  # code objects whose texts are kept (a process that makes code without end starts over)
-_code_texts: dict = {}  # code -> ("path:", " function", "file.py:"), TraceMe-safe
+# id(code) -> (code, "path:", " function", "file.py:"), TraceMe-safe. Keyed by id: a code object's
+# own hash is computed anew from its bytecode and constants at each lookup (Python 3.11), and the
+# entry holds its code, so no other code object can have that id while the entry lasts.
+_code_texts: dict[int, tuple] = {}
 
 
-def _texts_of(code) -> tuple[str, str, str]:
+def _texts_of(code) -> tuple:
     """The parts of a frame's text that depend on its code only, made safe once per code object
-    (safe parts stay safe joined: none leaves a bracket open)."""
-    texts = _code_texts.get(code)
+    (safe parts stay safe joined: none leaves a bracket open): (code, "path:", " function", "file.py:")."""
+    texts = _code_texts.get(id(code))
     if texts is None:
         if len(_code_texts) >= _MAX_CODES:
             _code_texts.clear()
         name = getattr(code, "co_qualname", code.co_name)  # co_qualname: Python 3.11+
-        texts = _code_texts[code] = (safe_text(code.co_filename) + ":", " " + safe_text(name),
-                                     safe_text(os.path.basename(code.co_filename)) + ":")
+        texts = _code_texts[id(code)] = (code, safe_text(code.co_filename) + ":", " " + safe_text(name),
+                                         safe_text(os.path.basename(code.co_filename)) + ":")
     return texts
 
 
@@ -108,13 +111,13 @@ class StackReader:
             changed, kept = None, 0
         lines = self._lines[:kept]
         for code, line in reversed(stack if changed is None else stack[:changed]):
-            path, name, _ = _texts_of(code)
+            _, path, name, _ = _texts_of(code)
             lines.append(f"{path}{line or 0}{name}")
         self._lines = lines
         text = "\n".join(lines)
         if self._stack is None or text != self._stack.text:
             code, line = stack[0]
-            _, name, file = _texts_of(code)
+            _, _, name, file = _texts_of(code)
             self._stack = Stack(text, f"{file}{line or 0}{name}")
         return self._stack
 

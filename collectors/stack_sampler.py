@@ -79,6 +79,7 @@ SWITCH_INTERVAL_S = 0.001  # the interpreter's switch interval while emitters ru
 LATE_S = 0.0005  # an emitter waking up later than this after its sleep backs off (busy GIL or cores) ...
 MAX_BACKOFF_S = 0.008  # ... doubling its period up to this
 OWN_THREAD_PREFIX = "xlaprof"
+TRIP_THREAD = "xlaprof-trip"  # the OS name of the main thread's tripping thread (collectors/_stack_watch.c)
 _PR_SET_NAME = 15  # prctl option naming the calling thread (Linux)
 _LINUX_THREAD_NAME_BYTES = 15
 _STD_HASH_SEED = 0xC70F6907  # libstdc++'s std::hash seed (std::_Hash_bytes)

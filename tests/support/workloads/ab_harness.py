@@ -5,7 +5,8 @@ Contract: ``add_options(parser)`` adds to a workload's parser:
   with at least two usable cores) starts the daemon thread ``pin-cores``, which every ``REPIN_S`` gives each thread of the process, by its
   native id, one core: the process's Python threads (the main thread, the stack sampler's emitters,
   ``threading`` threads) and torch's autograd engine threads (``pt_autograd_N``: they trace
-  ``backward()`` and run its CPU fallbacks while the main thread waits) are the host, on the first
+  ``backward()`` and run its CPU fallbacks while the main thread waits) and the stack sampler's
+  native thread (``xlaprof-trip``: it asks the main thread for its samples) are the host, on the first
   usable core; every other thread (the native pools of
   torch_xla and the XLA CPU client, which run the device's programs and transfers, created lazily
   at the first compile and execution, and the profiler's) the second. New threads inherit their
@@ -40,6 +41,8 @@ import contextlib
 import os
 import threading
 import time
+
+from collectors.stack_sampler import TRIP_THREAD
 
 REPIN_S = 0.2
 AUTOGRAD_THREAD = "pt_autograd_"  # the name torch gives its autograd engine's device threads
@@ -99,10 +102,10 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
     core_of: dict[int, int] = {}
     while True:
         python = {t.native_id for t in threading.enumerate()}
-        tids = list(map(int, os.listdir("/proc/self/task")))
-        engine = _autograd_engine_threads(tids)
-        for tid in tids:
-            core = host_core if tid in python or tid in engine else device_core
+        names = _thread_names()
+        host = python | _autograd_engine_threads(names) | {tid for tid, name in names.items() if name == TRIP_THREAD}
+        for tid in names:
+            core = host_core if tid in host else device_core
             if core_of.get(tid) != core:  # new, or a Python thread seen before it registered
                 try:
                     os.sched_setaffinity(tid, {core})
@@ -112,21 +115,33 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
         time.sleep(REPIN_S)
 
 
-def _autograd_engine_threads(tids: list[int]) -> set[int]:
-    """The threads of this process that are torch's autograd engine threads: host work (they trace
+def _thread_names() -> dict[int, str]:
+    """{thread id: its name} of this process's threads (one that ends meanwhile is left out)."""
+    names = {}
+    for tid in map(int, os.listdir("/proc/self/task")):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as comm:
+                names[tid] = comm.read().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+    return names
+
+
+def _autograd_engine_threads(names: dict[int, str]) -> set[int]:
+    """The threads (of ``names``) that are torch's autograd engine threads: host work (they trace
     ``backward()`` while the main thread waits), which on the device's core ran beside the device's
     programs in an arm without reads, where the two run at once. Each is the oldest thread of its name
     (``pt_autograd_<device>``): a thread that an engine thread starts takes its name (Linux), as the
     device runtime's threads do when the first ``backward()`` of the process starts them."""
     oldest: dict[str, tuple[int, int]] = {}
-    for tid in tids:
+    for tid, name in names.items():
+        if not name.startswith(AUTOGRAD_THREAD):
+            continue
         try:
-            with open(f"/proc/self/task/{tid}/comm") as comm:
-                name = comm.read().strip()
             started = int(stat_fields(f"/proc/self/task/{tid}/stat")[19])
         except OSError:  # the thread ended meanwhile
             continue
-        if name.startswith(AUTOGRAD_THREAD) and (started, tid) < oldest.get(name, (started + 1, tid)):
+        if (started, tid) < oldest.get(name, (started + 1, tid)):
             oldest[name] = started, tid
     return {tid for _, tid in oldest.values()}
 
