@@ -43,9 +43,10 @@
  * waiting for the GIL is starved by one that runs Python between short calls letting go of it (a
  * tokenizer's, a torch op's): each release starts the waiter's switch interval over, and such a
  * waiter sampled only those calls. A thread of its own, `xlaprof-trip`, which never takes the GIL,
- * sleeps the jittered period (backing off while its wake-ups come late) and, where the main thread
- * ran since its last ask, asks it for a pending call (Py_AddPendingCall, with its interpreter told to
- * look: collectors/_eval_break.c), and asks nothing more until the call ran. The thread runs the call
+ * sleeps the jittered period (backing off while its wake-ups come late) and, where its last ask was
+ * answered, asks the main thread for a pending call (Py_AddPendingCall, with its interpreter told to
+ * look: collectors/_eval_break.c), and asks nothing more until the call ran (parked once it is left
+ * pending for PARK_PERIODS periods, as in a long read: see trip_loop). The thread runs the call
  * at its next check for pending work (a call's return, a loop's jump), so at the stack it had when asked:
  * at once where it runs Python, on its return where it was in a C call or blocked (a sleep, a read,
  * a wait for the GIL). The call compares that stack with the last one, in C, with no hand-off of the
@@ -93,6 +94,7 @@ typedef struct { /* a stack a trip recorded, until the caller takes it */
 } Sample;
 
 #define RING 256 /* samples a trip records before the caller takes them (a caller kept off the GIL) */
+#define PARK_PERIODS 2 /* an ask pending this many periods parks the tripping thread until answered */
 
 typedef struct Watcher Watcher;
 
@@ -108,6 +110,8 @@ typedef struct {
     pthread_mutex_t lock; /* with `wake`: the caller waits, the GIL released, for `woken` or a timeout */
     pthread_cond_t wake;
     int woken;
+    pthread_cond_t answered; /* with `lock`: the tripping thread parks here while `parked` (atomic) */
+    int parked;
     Sample ring[RING];       /* the samples trips recorded, oldest at `head` (the GIL held) */
     int head, count, overflowed; /* overflowed: a sample was dropped, the next one keeps no frame */
 } Tripper;
@@ -407,12 +411,27 @@ static void wake(Tripper *t) {
     pthread_mutex_unlock(&t->lock);
 }
 
+/* Waits (the tripping thread) until trip() ran or stop_tripping() began. `parked` is set before the
+ * ask is read again, and trip() clears the ask before it reads `parked` (both sequentially
+ * consistent): either this sees the ask answered, or trip() sees `parked` and signals under `lock`,
+ * which it can take only once this waits. */
+static void park(Tripper *t) {
+    pthread_mutex_lock(&t->lock);
+    __atomic_store_n(&t->parked, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&t->asked, __ATOMIC_SEQ_CST) && !__atomic_load_n(&t->stop, __ATOMIC_SEQ_CST)) {
+        pthread_cond_wait(&t->answered, &t->lock);
+    }
+    __atomic_store_n(&t->parked, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&t->lock);
+}
+
 static void free_tripper(Tripper *t) { /* the GIL held */
     for (int i = 0; i < RING; i++) {
         release(&t->ring[i].frames);
     }
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->wake);
+    pthread_cond_destroy(&t->answered);
     PyMem_RawFree(t);
 }
 
@@ -492,7 +511,12 @@ static int trip(void *unused) {
     }
     Watcher *w = t->watcher;
     long long sampled_ns = t->asked_ns, wanted_ns = t->asked_wanted_ns;
-    __atomic_store_n(&t->asked, 0, __ATOMIC_RELEASE); /* back in Python: asked again at the next wake */
+    __atomic_store_n(&t->asked, 0, __ATOMIC_SEQ_CST); /* back in Python: asked again at the next wake */
+    if (__atomic_load_n(&t->parked, __ATOMIC_SEQ_CST)) { /* seen, or park() sees the ask answered */
+        pthread_mutex_lock(&t->lock);
+        pthread_cond_signal(&t->answered);
+        pthread_mutex_unlock(&t->lock);
+    }
     PyThreadState *self = PyThreadState_Get();
     PyFrameObject *top = self->thread_id == w->ident ? PyThreadState_GetFrame(self) : NULL;
     if (top == NULL) {
@@ -519,12 +543,15 @@ static int finalizing(void) {
 }
 
 /* The tripping thread (never takes the GIL): sleeps a jittered period (backing off while its wake-ups
- * come late), and where its last ask was answered and the thread ran since, asks it for trip() (a
- * pending call). A thread in a C call or blocked (a sleep, a read, a wait for the GIL) runs the call
- * once back in Python, at the line it was on, and its stack does not move meanwhile (the caller's wait
- * reads it at its timeout, as of the ask): the wakes until then ask nothing. The call only clears the
- * ask: waking a thread parked until it ran cost the main thread a cross-core wake-up per sample (1% of
- * its time at 1 kHz in a virtual machine). */
+ * come late), and where its last ask was answered, asks the thread for trip() (a pending call), whether
+ * it ran since or not. A thread running Python answers at once, with no wake-up of this thread. One in
+ * a C call or blocked (a sleep, a read, a wait for the GIL) runs the call once back in Python, at the
+ * line it was on, and its stack does not move meanwhile (the caller's wait reads it at its timeout, as
+ * of the ask): an ask left pending for PARK_PERIODS periods parks this thread until trip() ran, which
+ * then wakes it. So the thread's long reads and syncs cost no wake-up a period (the CPU device computes
+ * on those cores meanwhile), and its Python after them is sampled a period on; a thread answering every
+ * ask within a period is never woken by its call (a cross-core wake-up per sample cost it 1% of its time
+ * at 1 kHz in a virtual machine). */
 static void *trip_loop(void *arg) {
     Tripper *t = arg;
     Watcher *w = t->watcher; /* outlives this thread: it is joined first */
@@ -537,17 +564,18 @@ static void *trip_loop(void *arg) {
          * after is sampled at once (a back-off there lost a whole forward after each sync). */
         t->sleep_s = woke - asleep - pause > w->late_s ? Py_MIN(2 * t->sleep_s, w->max_backoff_s) : w->period_s;
         if (__atomic_load_n(&t->asked, __ATOMIC_ACQUIRE)) { /* not answered yet: the stack of the ask */
+            if ((double)(now_ns() - t->asked_ns) * 1e-9 >= PARK_PERIODS * w->period_s) {
+                park(t);
+            }
             continue;
         }
         __atomic_add_fetch(&w->samples, 1, __ATOMIC_RELAXED);
-        if (!ran(w)) { /* the same stack */
-            continue;
-        }
+        ran(w); /* its CPU time, as of the ask */
         t->asked_wanted_ns = wanted_now(w);
         t->asked_ns = now_ns();
-        __atomic_store_n(&t->asked, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&t->asked, 1, __ATOMIC_SEQ_CST);
         if (Py_AddPendingCall(trip, NULL) < 0) { /* the interpreter's queue is full: next time */
-            __atomic_store_n(&t->asked, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&t->asked, 0, __ATOMIC_SEQ_CST);
             continue;
         }
         break_eval(w->interpreter, w->thread_state);
@@ -575,7 +603,10 @@ static int start_tripping(Tripper *t) {
 
 static void stop_tripping(Tripper *t) {
     if (t->started == getpid()) { /* not in a child forked meanwhile: the thread is not there */
-        __atomic_store_n(&t->stop, 1, __ATOMIC_RELEASE); /* it ends within a period */
+        pthread_mutex_lock(&t->lock); /* it ends within a period, or at once where parked */
+        __atomic_store_n(&t->stop, 1, __ATOMIC_SEQ_CST);
+        pthread_cond_signal(&t->answered);
+        pthread_mutex_unlock(&t->lock);
         Py_BEGIN_ALLOW_THREADS
         pthread_join(t->thread, NULL);
         Py_END_ALLOW_THREADS
@@ -687,6 +718,7 @@ static Tripper *new_tripper(Watcher *w) {
     }
     pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
     pthread_cond_init(&t->wake, &attributes);
+    pthread_cond_init(&t->answered, &attributes);
     pthread_condattr_destroy(&attributes);
     pthread_mutex_init(&t->lock, NULL);
     t->watcher = w;

@@ -15,6 +15,7 @@ import pytest
 from collectors._stack_watch import Watcher
 
 from collectors.stack_runs import StackReader
+from collectors.stack_sampler import TRIP_THREAD
 from tests.support.cpu_spinner import spinning
 from tests.support.gil_hold import range_lasting
 
@@ -449,6 +450,34 @@ def test_a_tripping_watcher_reads_the_main_thread_blocked_in_a_call_itself():
     assert -1 < (first[0] - slept_ns) / 1e6 < 100, (first[0] - slept_ns) / 1e6  # about a period; 8 ms backed off
     assert len(refresh_lags) >= 5, refresh_lags  # about 14 timeouts of 20 ms
     assert max(refresh_lags) < 50, refresh_lags
+
+
+def _tripping_thread_wakes() -> int:
+    """How many times this process's tripping thread was switched to so far (Linux)."""
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/comm") as comm:
+            if comm.read().strip() != TRIP_THREAD:
+                continue
+        with open(f"/proc/self/task/{task}/status") as status:
+            return sum(int(line.split()[1]) for line in status
+                       if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    raise AssertionError("no tripping thread")
+
+
+def test_the_tripping_thread_parks_through_a_long_block_and_samples_the_python_after_it():
+    """An ask the blocked main thread leaves pending parks the tripping thread until the thread, back in
+    Python, runs the call, which wakes it: no wake-up a period through a long read (on the CPU device
+    the device computes on those cores meanwhile), and the Python after it sampled at the period."""
+    with tripping_the_main_thread(lambda watcher, stack: None) as watcher:
+        _python_for(0.05)
+        woken = _tripping_thread_wakes()
+        _asleep_for(0.5)
+        woken_while_blocked = _tripping_thread_wakes() - woken
+        asked = watcher.samples
+        _python_for(0.2)
+        asked_after = watcher.samples - asked
+    assert woken_while_blocked < 50, woken_while_blocked  # a few periods, then parked; 500 at 1 kHz unparked
+    assert asked_after >= 10, asked_after  # 100 to 200 at 1 kHz, 25 backed off to 8 ms
 
 
 def test_one_watcher_trips_the_main_thread_at_a_time():
