@@ -512,7 +512,9 @@ static int trip(void *unused) {
     Watcher *w = t->watcher;
     long long sampled_ns = t->asked_ns, wanted_ns = t->asked_wanted_ns;
     __atomic_store_n(&t->asked, 0, __ATOMIC_SEQ_CST); /* back in Python: asked again at the next wake */
-    if (__atomic_load_n(&t->parked, __ATOMIC_SEQ_CST)) { /* seen, or park() sees the ask answered */
+    /* seen, or park() sees the ask answered; not in a child forked meanwhile, where no thread parks
+     * and the lock may have been copied held */
+    if (__atomic_load_n(&t->parked, __ATOMIC_SEQ_CST) && t->started == getpid()) {
         pthread_mutex_lock(&t->lock);
         pthread_cond_signal(&t->answered);
         pthread_mutex_unlock(&t->lock);
