@@ -100,17 +100,13 @@ def sampler_cpu_s() -> float:
     """CPU seconds used so far by this process's emitter threads (named "py ...", Linux) and the
     main thread's tripping thread."""
     from collectors.stack_sampler import TRIP_THREAD
+    from tests.support.truth.step_recorder import threads_cpu_ns
+    from tests.support.workloads.ab_harness import thread_names
     from xlaprof.xspace import vocabulary
 
-    total = 0.0
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/comm") as comm, open(f"/proc/self/task/{task}/schedstat") as stat:
-                if comm.read().startswith((vocabulary.STACK_LINE_PREFIX, TRIP_THREAD)):
-                    total += int(stat.read().split()[0]) * 1e-9  # ns on the CPU
-        except FileNotFoundError:  # a thread that just ended
-            continue
-    return total
+    names = thread_names()
+    sampler = {str(tid) for tid, name in names.items() if name.startswith((vocabulary.STACK_LINE_PREFIX, TRIP_THREAD))}
+    return threads_cpu_ns(sampler.__contains__) * 1e-9
 
 
 class _CountingWatcher:

@@ -18,6 +18,7 @@ from collectors.stack_runs import StackReader
 from collectors.stack_sampler import TRIP_THREAD
 from tests.support.cpu_spinner import spinning
 from tests.support.gil_hold import range_lasting
+from tests.support.workloads.ab_harness import thread_names
 
 pytestmark = pytest.mark.exclusive  # a thread sharing a core with a spinner: no other load
 
@@ -454,14 +455,10 @@ def test_a_tripping_watcher_reads_the_main_thread_blocked_in_a_call_itself():
 
 def _tripping_thread_wakes() -> int:
     """How many times this process's tripping thread was switched to so far (Linux)."""
-    for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/comm") as comm:
-            if comm.read().strip() != TRIP_THREAD:
-                continue
-        with open(f"/proc/self/task/{task}/status") as status:
-            return sum(int(line.split()[1]) for line in status
-                       if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
-    raise AssertionError("no tripping thread")
+    (task,) = [tid for tid, name in thread_names().items() if name == TRIP_THREAD]
+    with open(f"/proc/self/task/{task}/status") as status:
+        return sum(int(line.split()[1]) for line in status
+                   if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
 
 
 def test_the_tripping_thread_parks_through_a_long_block_and_samples_the_python_after_it():

@@ -21,14 +21,14 @@ Contract: ``add_options(parser)`` adds to a workload's parser:
   alike; a run during which other loads took more than ``FOREIGN_MAX_SHARE`` of a core from the
   pinned cores (``ForeignLoad``) ends with an empty ``DISTURBED`` span inside its own: it did not
   measure the workload alone. Without the option ``reads`` is True and nothing is added.
-``thread_cores(pid)`` reads, from outside, each thread's allowed cores, the core it last ran on and
-the CPU time it used (clock ticks). ``ForeignLoad()`` (after ``pin_host_and_device``) measures, over a
-stretch of time (``start()``, then ``share()``), the time the pinned cores gave to anything but this
-process (other processes, the kernel's own threads, interrupts, the hypervisor's steal), as a share
-of one core's time: pinning keeps the scheduler from moving the workload away from such a load, and a
-busy device core or host core moves an A/B saving by tens of points. ``quiet(*shares)`` says whether
-blocks or runs with those shares count; an A/B with fewer than ``MIN_QUIET_PAIRS`` quiet pairs
-counts every pair.
+``thread_names()`` is {thread id: name} of this process's threads. ``thread_cores(pid)`` reads, from
+outside, each thread's allowed cores, the core it last ran on and the CPU time it used (clock ticks).
+``ForeignLoad()`` (after ``pin_host_and_device``) measures, over a stretch of time (``start()``, then
+``share()``), the time the pinned cores gave to anything but this process (other processes, the kernel's
+own threads, interrupts, the hypervisor's steal), as a share of one core's time: pinning keeps the
+scheduler from moving the workload away from such a load, and a busy device core or host core moves an
+A/B saving by tens of points. ``quiet(*shares)`` says whether blocks or runs with those shares count; an
+A/B with fewer than ``MIN_QUIET_PAIRS`` quiet pairs counts every pair.
 
 On the CPU device the "device" computes on the host's cores: an A/B saving in step time mixes a
 read's cost with the host and the device contending for cores. Pinned, the host's Python and the
@@ -102,7 +102,7 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
     core_of: dict[int, int] = {}
     while True:
         python = {t.native_id for t in threading.enumerate()}
-        names = _thread_names()
+        names = thread_names()
         host = python | _autograd_engine_threads(names) | {tid for tid, name in names.items() if name == TRIP_THREAD}
         for tid in names:
             core = host_core if tid in host else device_core
@@ -115,7 +115,7 @@ def _keep_pinned(host_core: int, device_core: int) -> None:
         time.sleep(REPIN_S)
 
 
-def _thread_names() -> dict[int, str]:
+def thread_names() -> dict[int, str]:
     """{thread id: its name} of this process's threads (one that ends meanwhile is left out)."""
     names = {}
     for tid in map(int, os.listdir("/proc/self/task")):
