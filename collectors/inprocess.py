@@ -39,7 +39,9 @@ class profile:  # noqa: N801 - used like a function
         steps: record only these ``xlaprof.step`` numbers, a ``range`` with step 1 (e.g.
             ``range(0, 20)``: the first 20 steps, compiles included); default: the whole block.
         stack_hz: Python stack samples per second and thread while recording (default 1000,
-            i.e. one per millisecond; 0 turns stack sampling off; at most 10000).
+            i.e. one per millisecond; 0 turns stack sampling off; at most 10000). Above 0 the
+            reading ops are marked at their calls too, for the rest of the process (a mark costs
+            a read some microseconds even while nothing records); 0 leaves them as they are.
     After the block, ``path`` is the session directory, ready for ``xlaprof analyze`` (None when
     ``steps`` named no step that ran). Raises ``XlaprofError`` for a bad run name, ``steps`` or
     ``stack_hz``, or a second step-scheduled capture while one is active; ``MissingExtraError``
@@ -64,7 +66,8 @@ class profile:  # noqa: N801 - used like a function
         torch_xla_import.profiler()  # fail here, not in the first step, without torch_xla
         metrics_sampler.ensure_sampler()
         stack_sampler.ensure_sampler()
-        read_calls.install()
+        if self.stack_hz > 0:  # else the reads stay as they are: a mark costs a read even unrecorded
+            read_calls.install()
         if self.steps is None:
             self._start()
         else:

@@ -2,7 +2,8 @@
 
 A read too short for the stack sampler to see from inside (a 0.1 ms ``.item()`` between busy
 lines) would take a neighbouring line's stack. So the reading ops themselves say where they were
-called from: ``install()`` (once per process, from ``start_server`` and ``profile``) puts a kernel
+called from: ``install()`` (from ``start_server`` and ``profile`` where the stack rate is not 0; once
+until ``uninstall()``, which gives the ops their own kernels back) puts a kernel
 in front of each op of ``READ_OPS`` at the ``XLA`` dispatch key: it calls torch_xla's own kernel
 (taken before, ``_dispatch_get_computed_kernel_for_dispatch_key``) with the same dispatch key set
 and arguments. While a capture records and the stack rate is not 0, it first opens a TraceMe event
@@ -63,7 +64,8 @@ _OWN_KERNEL_KEYS = (_DISPATCH_KEY, "CompositeImplicitAutograd", "CompositeExplic
 
 log = logging.getLogger("xlaprof")
 _lock = threading.Lock()
-_library = None  # the torch.library registration, kept for the life of the process
+_library = None  # the torch.library registration, kept until uninstall()
+_replaced_bindings: dict = {}  # name -> torch_xla's own binding, while a marking wrapper stands in its place
 
 
 def install() -> None:
@@ -92,12 +94,28 @@ def install() -> None:
 
             bindings = torch_xla._XLAC
             for name in READ_BINDINGS:
-                setattr(bindings, name, _marking(getattr(bindings, name), profiler))
+                _replaced_bindings[name] = getattr(bindings, name)
+                setattr(bindings, name, _marking(_replaced_bindings[name], profiler))
         except Exception as exc:  # instrumentation must never take the worker down: the sampler still names reads
             log.warning("xlaprof: reads are not marked at their calls (%s); the stack sampler alone names them", exc)
             _library = False
             return
         _library = library
+
+
+def uninstall() -> None:
+    """Give the ops their own kernels and torch_xla its bindings back (``bench/bench_read_marks.py``
+    compares reads with and without the marks in one process); ``install()`` marks them again."""
+    global _library
+    with _lock:
+        if _library:
+            _library._destroy()
+            import torch_xla
+
+            for name, binding in _replaced_bindings.items():
+                setattr(torch_xla._XLAC, name, binding)
+            _replaced_bindings.clear()
+        _library = None
 
 
 def fallback_ops(torch) -> list[str]:

@@ -59,6 +59,13 @@ def _port_is_free(port: int) -> bool:
     return False
 
 
+def _sample_stacks_at(stack_hz: float) -> None:
+    """Sample stacks at ``stack_hz`` from the next capture on, and mark the reads where it is not 0."""
+    stack_sampler.set_rate(stack_hz)
+    if stack_hz > 0:
+        read_calls.install()
+
+
 def free_port(consecutive: int = 1) -> int:
     """A TCP port that is free on this machine right now, with the ``consecutive - 1`` ports
     after it free too (a base port for several local processes serving base + rank)."""
@@ -81,6 +88,8 @@ def start_server(port: int = 9012, *, per_process: bool | None = None,
             environment says there are several local processes.
         stack_hz: Python stack samples per second and thread while a capture records
             (default 1000, i.e. one per millisecond; 0 turns stack sampling off; at most 10000).
+            Above 0 the reading ops are marked at their calls too (``read_calls``), which costs a
+            read some microseconds even while nothing records; 0 leaves them unmarked.
     Returns the port served, also printed on stderr. Idempotent: a second call returns the
     running server's port (and sets ``stack_hz``). Also starts the metrics sampler, which
     records torch_xla counters into captures, and the stack sampler, which records the Python
@@ -97,7 +106,7 @@ def start_server(port: int = 9012, *, per_process: bool | None = None,
     with _lock:
         if _server is not None:
             if wanted in (0, _port):
-                stack_sampler.set_rate(stack_hz)
+                _sample_stacks_at(stack_hz)
                 return _port
             raise XlaprofError(f"the profiler server already runs on port {_port} in this process; "
                                f"cannot start another on {wanted}")
@@ -110,9 +119,8 @@ def start_server(port: int = 9012, *, per_process: bool | None = None,
         _server = torch_xla_import.profiler().start_server(chosen)
         _port = chosen
     metrics_sampler.ensure_sampler(ordinal)
-    stack_sampler.set_rate(stack_hz)
     stack_sampler.ensure_sampler()
-    read_calls.install()
+    _sample_stacks_at(stack_hz)
     # Printed, not logged: the person starting a worker needs the port whatever logging is set to.
     where = f" (local process {ordinal})" if ordinal is not None else ""
     print(f"xlaprof: profiler server listening on port {chosen}{where}; capture with: "

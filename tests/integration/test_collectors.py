@@ -162,6 +162,56 @@ def test_reading_ops_mark_their_calls_and_change_nothing_else(tmp_path):
     assert callers == [f"{script}:{line} reads" for line in lines], callers
 
 
+UNINSTALL_SCRIPT = textwrap.dedent('''
+    import json, torch, torch_xla
+    from collectors import read_calls
+
+    def xla_kernel():  # where the dispatcher's active XLA kernel of _local_scalar_dense was registered
+        (active,) = [line for line in torch._C._dispatch_dump("aten::_local_scalar_dense").splitlines()
+                     if line.startswith("XLA:")]
+        return active.split(" :: ")[0]
+
+    own_kernel, own_binding = xla_kernel(), torch_xla._XLAC._xla_get_cpu_tensors
+    t = torch.ones((), device=torch_xla.device()) * 3
+    states = []
+    for _ in range(2):
+        read_calls.install()
+        states.append([xla_kernel() == own_kernel, torch_xla._XLAC._xla_get_cpu_tensors is own_binding, t.item()])
+        read_calls.uninstall()
+        states.append([xla_kernel() == own_kernel, torch_xla._XLAC._xla_get_cpu_tensors is own_binding, t.item()])
+    print(json.dumps(states))
+''')
+
+
+def test_the_marks_come_off_and_go_back_on(tmp_path):
+    states = _run_script(tmp_path, "uninstall.py", UNINSTALL_SCRIPT)
+    marked, plain = [False, False, 3.0], [True, True, 3.0]
+    assert states == [marked, plain, marked, plain]
+
+
+STACK_HZ_0_SCRIPT = textwrap.dedent('''
+    import json, sys, tempfile, torch, torch_xla, xlaprof
+
+    def marked():  # whether the dispatcher's active XLA kernel of _local_scalar_dense is xlaprof's
+        (active,) = [line for line in torch._C._dispatch_dump("aten::_local_scalar_dense").splitlines()
+                     if line.startswith("XLA:")]
+        return "read_calls.py" in active
+
+    states = []
+    with tempfile.TemporaryDirectory() as logdir, xlaprof.profile(logdir, stack_hz=0):
+        states.append(marked())
+    port = xlaprof.start_server(0, stack_hz=0)
+    states.append(marked())
+    xlaprof.start_server(port, stack_hz=500)  # the running server samples from now on, and marks
+    states.append(marked())
+    print(json.dumps(states))
+''')
+
+
+def test_stack_hz_0_leaves_the_reads_unmarked_and_a_rate_marks_them(tmp_path):
+    assert _run_script(tmp_path, "stack_hz_0.py", STACK_HZ_0_SCRIPT) == [False, False, True]
+
+
 def test_start_server_is_idempotent_and_names_a_taken_port():
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
