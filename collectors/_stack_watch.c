@@ -60,6 +60,11 @@
  * closed). The interpreter's flag is set only while the main thread holds the GIL: the process's
  * other Python threads, running while it is in a long C call, do not find it set for nothing.
  *
+ * stack_key(frame) is the identity of `frame`'s stack as bytes: each frame's code object (its
+ * address) and last instruction, innermost first. Equal keys are the same stack, line for line, while
+ * their code objects live (a frame's line follows from its code and instruction); the read marks
+ * (collectors/read_calls.py) keep their stacks' formatted text under it, with the codes.
+ *
  * It reads frames only (public C API, the GIL held), never a tensor. Pure Python did the same per
  * sample with a sleep, sys._current_frames() and a walk in bytecode: tens of microseconds with the
  * GIL held, which a thread running Python paid at every sample.
@@ -73,6 +78,7 @@
 #include <sys/prctl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -823,8 +829,61 @@ static PyTypeObject WatcherType = {
     .tp_getset = watcher_getset,
 };
 
+typedef struct { /* a frame in a stack_key */
+    void *code;
+    long long instruction;
+} KeyFrame;
+
+static PyObject *stack_key(PyObject *Py_UNUSED(module), PyObject *arg) {
+    if (!PyFrame_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "stack_key(frame): a frame object");
+        return NULL;
+    }
+    KeyFrame local[64], *frames = local;
+    Py_ssize_t depth = 0, capacity = 64;
+    PyFrameObject *frame = (PyFrameObject *)Py_NewRef(arg);
+    while (frame != NULL) {
+        if (depth == capacity) {
+            KeyFrame *more = PyMem_Malloc(2 * capacity * sizeof(KeyFrame));
+            if (more == NULL) {
+                Py_DECREF(frame);
+                if (frames != local) {
+                    PyMem_Free(frames);
+                }
+                return PyErr_NoMemory();
+            }
+            memcpy(more, frames, depth * sizeof(KeyFrame));
+            if (frames != local) {
+                PyMem_Free(frames);
+            }
+            frames = more;
+            capacity *= 2;
+        }
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        frames[depth].code = code;
+        frames[depth].instruction = last_instruction(frame);
+        depth++;
+        Py_DECREF(code); /* its frame holds it while the key is made */
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)frames, depth * (Py_ssize_t)sizeof(KeyFrame));
+    if (frames != local) {
+        PyMem_Free(frames);
+    }
+    return key;
+}
+
+static PyMethodDef module_methods[] = {
+    {"stack_key", stack_key, METH_O,
+     "stack_key(frame): bytes naming frame's stack, code object and last instruction per frame (see the header)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_stack_watch", "Waits for a thread's Python stack to change (the stack sampler's loop).", -1,
+    module_methods,
 };
 
 /* A child forked while a Watcher tripped has no tripping thread: a Watcher of its own may trip. */
