@@ -34,7 +34,9 @@
  * CPU time are always of the same two moments. The caller records the event later (once it has the
  * GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames
  * and `kept` how many of its outermost frames (code and line) are those of the stack returned
- * before: the caller formats only the `depth - kept` innermost ones. `held_ns` is how long (ns, of
+ * before: the caller formats only the `depth - kept` innermost ones, and `key` names the stack
+ * (bytes: each frame's code object, its address, and line; the caller keeps the text of a stack it
+ * formatted under it, with its code objects, so that no other code can take their addresses). `held_ns` is how long (ns, of
  * CLOCK_MONOTONIC) the calling thread has held the GIL from its first wait on, up to its latest
  * release of it: the time another thread that wanted to run Python waited for the sampler (its own
  * Python between two waits is counted too: it formats and records the stack with the GIL held).
@@ -93,6 +95,12 @@ typedef struct { /* a stack, innermost frame first */
     Py_ssize_t depth, capacity;
 } Frames;
 
+typedef struct { /* a frame in a stack's key: its code object's address, and its instruction
+                 * (stack_key) or line (Watcher.key) */
+    void *code;
+    long long at;
+} KeyFrame;
+
 typedef struct { /* a stack a trip recorded, until the caller takes it */
     Frames frames;
     Py_ssize_t kept;
@@ -140,6 +148,7 @@ struct Watcher {
     double took_s;          /* when the calling thread last took the GIL (0 before its first wait) */
     long long held_ns;      /* the GIL held so far, up to its latest release */
     Tripper *tripper;       /* a Watcher of the main thread: asks it to sample itself (NULL: not) */
+    PyObject *key;          /* the key of the stack returned last (bytes; NULL before the first) */
 };
 
 static double now_s(void) {
@@ -347,6 +356,27 @@ static PyObject *stack_tuple(const Frames *frames) {
     return result;
 }
 
+/* The stack `frames` as wait() returns it, its key in `w->key` (the GIL held). */
+static PyObject *returned(Watcher *w, const Frames *frames) {
+    KeyFrame local[64], *key = frames->depth <= 64 ? local : PyMem_Malloc(frames->depth * sizeof(KeyFrame));
+    if (key == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < frames->depth; i++) {
+        key[i].code = frames->codes[i];
+        key[i].at = frames->lines[i];
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)key, frames->depth * (Py_ssize_t)sizeof(KeyFrame));
+    if (key != local) {
+        PyMem_Free(key);
+    }
+    if (bytes == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(w->key, bytes);
+    return stack_tuple(frames);
+}
+
 /* The wait of a Watcher that samples its thread itself, taking the GIL (see the header). */
 static PyObject *watch_wait(Watcher *w, double timeout_s) {
     double deadline = now_s() + timeout_s;
@@ -394,12 +424,12 @@ static PyObject *watch_wait(Watcher *w, double timeout_s) {
             }
             w->depth = w->last.depth;
             w->kept = kept;
-            return stack_tuple(&w->last);
+            return returned(w, &w->last);
         }
         Py_DECREF(top);
         if (woke >= deadline) { /* the same stack: every frame kept, nothing read again */
             w->kept = w->depth;
-            return stack_tuple(&w->last);
+            return returned(w, &w->last);
         }
     }
 }
@@ -490,7 +520,7 @@ static int record(Watcher *w, PyFrameObject *top, long long sampled_ns, long lon
 static PyObject *pop(Watcher *w) {
     Tripper *t = w->tripper;
     Sample *sample = &t->ring[t->head];
-    PyObject *stack = stack_tuple(&sample->frames);
+    PyObject *stack = returned(w, &sample->frames);
     if (stack == NULL) {
         return NULL;
     }
@@ -679,7 +709,7 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
             w->depth = w->kept = w->last.depth; /* the same stack: every frame kept, nothing read again */
             w->sampled_ns = read_ns;
             w->wanted_ns = wanted_ns;
-            return stack_tuple(&w->last);
+            return returned(w, &w->last);
         }
         w->held_ns += (long long)((now_s() - w->took_s) * 1e9);
         Py_BEGIN_ALLOW_THREADS
@@ -775,6 +805,7 @@ static void watcher_dealloc(Watcher *w) {
     }
     release(&w->last);
     release(&w->next);
+    Py_XDECREF(w->key);
     Py_TYPE(w)->tp_free((PyObject *)w);
 }
 
@@ -800,6 +831,9 @@ static PyMemberDef watcher_members[] = {
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
     {"held_ns", T_LONGLONG, offsetof(Watcher, held_ns), READONLY,
      "how long (ns) the calling thread held the GIL from its first wait up to its latest release of it"},
+    {"key", T_OBJECT, offsetof(Watcher, key), READONLY,
+     "the stack returned last as bytes, each frame's code object (its address) and line: equal keys are "
+     "equal stacks while their code objects live (None before the first return)"},
     {"kept", T_PYSSIZET, offsetof(Watcher, kept), READONLY,
      "outermost frames of the stack returned last equal (code and line) to those of the one before"},
     {NULL, 0, 0, 0, NULL},
@@ -829,11 +863,6 @@ static PyTypeObject WatcherType = {
     .tp_getset = watcher_getset,
 };
 
-typedef struct { /* a frame in a stack_key */
-    void *code;
-    long long instruction;
-} KeyFrame;
-
 static PyObject *stack_key(PyObject *Py_UNUSED(module), PyObject *arg) {
     if (!PyFrame_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "stack_key(frame): a frame object");
@@ -861,7 +890,7 @@ static PyObject *stack_key(PyObject *Py_UNUSED(module), PyObject *arg) {
         }
         PyCodeObject *code = PyFrame_GetCode(frame);
         frames[depth].code = code;
-        frames[depth].instruction = last_instruction(frame);
+        frames[depth].at = last_instruction(frame);
         depth++;
         Py_DECREF(code); /* its frame holds it while the key is made */
         PyFrameObject *back = PyFrame_GetBack(frame);

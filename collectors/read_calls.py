@@ -40,7 +40,7 @@ import threading
 import warnings
 
 from collectors import stack_sampler, torch_xla_import
-from collectors.stack_runs import StackReader, frame_stack, hide_innermost
+from collectors.stack_runs import KnownStacks, StackReader, frame_stack, hide_innermost
 from xlaprof.xspace.vocabulary import PY_READ_STACK_STAT, READ_CALL_EVENT, USER_SPAN_LEVEL
 
 try:
@@ -154,10 +154,7 @@ def _marking(call, profiler, reads=None):
     return marked
 
 
-_MAX_TEXTS = 10_000  # stacks whose text the marks keep (a process that reads from ever new stacks starts over)
-# stack_key(frame) -> (the stack's (code, line) pairs, which keep its code objects alive, and so the
-# key's code addresses theirs; its text)
-_texts: dict[bytes, tuple] = {}
+_texts = KnownStacks()  # stack_key(frame) -> the text of the stacks the marks wrote
 
 
 def caller_text(caller) -> str:
@@ -165,12 +162,10 @@ def caller_text(caller) -> str:
     (``StackReader``), formatted once per stack: a read in a loop looks it up by ``stack_key``
     (30 frames: 0.5 us, where formatting them takes 13 us)."""
     key = stack_key(caller) if stack_key is not None else None
-    known = _texts.get(key) if key is not None else None
-    if known is None:
+    text = _texts.get(key) if key is not None else None
+    if text is None:
         stack = frame_stack(caller)
-        known = (stack, StackReader().read(stack).text)
+        text = StackReader().read(stack).text
         if key is not None:
-            if len(_texts) >= _MAX_TEXTS:
-                _texts.clear()
-            _texts[key] = known
-    return known[1]
+            _texts.keep(key, stack, text)
+    return text

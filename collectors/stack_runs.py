@@ -15,6 +15,11 @@ Contract:
   previous ``Stack`` when the text came out equal (so equal stacks are the same object), and
   holds text between calls, never a frame. An innermost frame of a code passed to
   ``hide_innermost`` (xlaprof's own wrapper, e.g. ``read_calls``' kernel) is left out: the stack is its caller's.
+  ``read(..., key=watcher.key)`` (bytes naming the stack, ``_stack_watch.Watcher.key``) formats a
+  stack once: a stack read before under that key, by any reader, is not formatted again.
+- ``KnownStacks()`` keeps a value per stack key (``get(key)``, ``keep(key, stack, value)``), with the
+  stack's (code, line) pairs: a key holding code addresses stays unique while its codes live. It
+  starts over at ``MAX_KNOWN_STACKS`` (a process making ever new stacks).
 - Text is TraceMe-safe (``safe_text``): characters at which the profiler's
   "name#key=value,...#" metadata encoding cuts a value (``, # ' "``, and brackets left open)
   become "?".
@@ -97,6 +102,32 @@ def hide_innermost(code) -> None:
     _hidden_codes.add(code)
 
 
+MAX_KNOWN_STACKS = 10_000
+
+
+class KnownStacks:
+    """A value per stack, by a key naming the stack (code addresses and positions), the stack kept
+    with it so that its codes, and so the key, stay unique."""
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, tuple] = {}
+
+    def get(self, key: bytes):
+        known = self._known.get(key)
+        return None if known is None else known[1]
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def keep(self, key: bytes, stack: Sequence[tuple[CodeType, int]], value) -> None:
+        if len(self._known) >= MAX_KNOWN_STACKS:
+            self._known.clear()
+        self._known[key] = (stack, value)
+
+
+_read_stacks = KnownStacks()  # Watcher.key -> (lines, Stack) of the stacks the readers formatted
+
+
 class StackReader:
     """Reads one thread's stacks, formatting only the frames that changed since its previous read."""
 
@@ -104,7 +135,21 @@ class StackReader:
         self._lines: list[str] = []  # the formatted frames of the previous read, outermost first
         self._stack: Stack | None = None
 
-    def read(self, stack: Sequence[tuple[CodeType, int]], changed: int | None = None, kept: int = 0) -> Stack:
+    def read(self, stack: Sequence[tuple[CodeType, int]], changed: int | None = None, kept: int = 0,
+             key: bytes | None = None) -> Stack:
+        known = _read_stacks.get(key) if key is not None else None
+        if known is not None:
+            lines, read = known
+            if self._stack is not None and read is not self._stack and read.text == self._stack.text:
+                read = self._stack  # the previous read's text: its Stack, as below
+            self._lines, self._stack = lines, read
+            return read
+        read = self._format(stack, changed, kept)
+        if key is not None:
+            _read_stacks.keep(key, stack, (self._lines, read))
+        return read
+
+    def _format(self, stack: Sequence[tuple[CodeType, int]], changed: int | None, kept: int) -> Stack:
         if stack[0][0] in _hidden_codes and len(stack) > 1:  # xlaprof's own frame, innermost
             stack, changed = stack[1:], None if changed is None else max(changed - 1, 0)
         if kept > len(self._lines):  # not the previous read the caller compared with: read it all

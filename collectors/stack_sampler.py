@@ -211,7 +211,7 @@ def _record(frames, watcher, reader: StackReader, writer: RunWriter) -> StackRea
     """The sample ``watcher.wait`` returned (``frames``) as the writer's next sample; returns the reader
     for the next one (a new one where this one could not be read: the next is read whole)."""
     try:
-        stack = reader.read(frames, watcher.depth - watcher.kept, watcher.kept)
+        stack = reader.read(frames, watcher.depth - watcher.kept, watcher.kept, watcher.key)
     except Exception as exc:  # a frame it cannot read: skip the sample
         _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
         return StackReader()

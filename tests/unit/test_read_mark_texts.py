@@ -11,17 +11,15 @@ import pytest
 from collectors._stack_watch import stack_key
 
 from collectors import read_calls
-from collectors.stack_runs import StackReader, frame_stack
+from collectors.stack_runs import KnownStacks, StackReader, frame_stack
 
 
 READS = 20  # per call site
 
 
 @pytest.fixture(autouse=True)
-def no_known_texts():
-    read_calls._texts.clear()
-    yield
-    read_calls._texts.clear()
+def no_known_texts(monkeypatch):
+    monkeypatch.setattr(read_calls, "_texts", KnownStacks())
 
 
 def text_here() -> tuple[str, str]:

@@ -129,6 +129,32 @@ def test_the_kept_frames_it_reports_let_a_reader_format_only_the_changed_ones():
         parked.finish()
 
 
+def test_its_key_names_the_stack_it_returned_and_a_keyed_read_formats_a_stack_once(monkeypatch):
+    parked = Parked()
+    formatted = []
+    original = StackReader._format
+    monkeypatch.setattr(StackReader, "_format", lambda self, *args: formatted.append(1) or original(self, *args))
+    try:
+        watcher = watcher_of(parked.thread)
+        assert watcher.key is None
+        first = watcher.wait(5.0)
+        first_key = watcher.key
+        assert len(first_key) == 16 * watcher.depth  # a code address and a line per frame
+        again = watcher.wait(0.05)  # unchanged: returned again at the timeout
+        assert watcher.key == first_key and again == first
+        reader = StackReader()
+        read = reader.read(first, watcher.depth, 0, first_key)
+        assert reader.read(again, 0, watcher.depth, first_key) is read and len(formatted) == 1
+        assert StackReader().read(first, key=first_key) is read and len(formatted) == 1  # any reader
+        threading.Timer(0.1, parked.go_on.set).start()
+        changed = watcher.wait(5.0)
+        assert watcher.key != first_key
+        assert reader.read(changed, watcher.depth - watcher.kept, watcher.kept, watcher.key).text == \
+            StackReader().read(changed).text and len(formatted) == 3
+    finally:
+        parked.finish()
+
+
 def test_a_thread_that_ended_gives_none():
     parked = Parked()
     watcher = watcher_of(parked.thread)
