@@ -102,7 +102,7 @@ def hide_innermost(code) -> None:
     _hidden_codes.add(code)
 
 
-MAX_KNOWN_STACKS = 10_000
+MAX_KNOWN_STACKS = 2_000  # about 6 KB each (30 frames): at most about 12 MB per KnownStacks
 
 
 class KnownStacks:
