@@ -10,7 +10,7 @@ import weakref
 import pytest
 from collectors._stack_watch import stack_key
 
-from collectors import read_calls
+from collectors import read_calls, stack_runs
 from collectors.stack_runs import KnownStacks, StackReader, frame_stack
 
 
@@ -102,3 +102,13 @@ def read_holding(obj) -> weakref.ref:
 def test_a_kept_text_keeps_no_frame_and_none_of_its_locals_alive():
     ref = read_holding(Held())
     assert ref() is None and len(read_calls._texts) == 1
+
+
+def test_known_stacks_start_over_once_full(monkeypatch):
+    monkeypatch.setattr(stack_runs, "MAX_KNOWN_STACKS", 3)
+    known, stack = KnownStacks(), frame_stack(sys._getframe())
+    for i in range(3):
+        known.keep(bytes([i]), stack, i)
+    assert len(known) == 3 and known.get(b"\x02") == 2
+    known.keep(b"\x03", stack, 3)  # a process making ever new stacks: memory stays bounded
+    assert len(known) == 1 and known.get(b"\x03") == 3 and known.get(b"\x02") is None
