@@ -1,17 +1,19 @@
 """What a read mark costs a read: ``.item()`` of a device scalar from a 30-frame stack, with and
 without the marks (``collectors/read_calls.py``), outside a capture and inside one.
 
-Run as ``PJRT_DEVICE=CPU .venv/bin/python bench/bench_read_marks.py [--runs 3] [--reads 300]
-[--blocks 30] [--depth 30] [--hz 1000]``. Each run is a fresh process that times blocks of
-``--reads`` reads of one materialized scalar (``t.item()``: a real TransferFromDevice each time),
-called ``--depth`` frames down, the marks installed before every other block and removed after it
-(``read_calls.install``/``uninstall``: a read costs 40-80 us from one process to the next, so the
-pairs are compared within a process): ``--blocks`` pairs outside a capture, then as many inside one
-in-process capture with the stack sampler at ``--hz``. A block's figure is its time per read; a
-pair's, the marked block less the plain one. Printed per run and for all runs pooled, outside and
-inside the capture, in wall time and in the reading thread's CPU time: the median time per read
-without the marks, and the median of the pairs' differences (what a mark costs a read) with its 95%
-interval (percentile bootstrap over the pairs).
+Run as ``PJRT_DEVICE=CPU .venv/bin/python bench/bench_read_marks.py [--op item|cast] [--runs 3]
+[--reads 300] [--blocks 30] [--depth 30] [--hz 1000]``. Each run is a fresh process that times
+blocks of ``--reads`` calls of the op on one materialized tensor, called ``--depth`` frames down:
+``item`` (the default), ``t.item()`` of a scalar, a real TransferFromDevice each time; ``cast``,
+``.to(torch.float16)`` of a 4-element tensor, which stays on the device (the marked op ``_to_copy``
+reads only when it copies to the CPU: the mark passes it through). The marks are installed before
+every other block and removed after it (``read_calls.install``/``uninstall``: a read costs 40-80 us
+from one process to the next, so the pairs are compared within a process): ``--blocks`` pairs
+outside a capture, then as many inside one in-process capture with the stack sampler at ``--hz``.
+A block's figure is its time per call; a pair's, the marked block less the plain one. Printed per
+run and for all runs pooled, outside and inside the capture, in wall time and in the calling
+thread's CPU time: the median time per call without the marks, and the median of the pairs'
+differences (what a mark costs a call) with its 95% interval (percentile bootstrap over the pairs).
 """
 from __future__ import annotations
 
@@ -31,8 +33,12 @@ if REPO not in sys.path:
 PLACES = ("outside a capture", "inside a capture")
 
 
-def _read_from_depth(tensor, depth: int) -> float:
-    return tensor.item() if depth <= 1 else _read_from_depth(tensor, depth - 1)
+def _read_from_depth(tensor, depth: int):
+    return _OPS[_op](tensor) if depth <= 1 else _read_from_depth(tensor, depth - 1)
+
+
+_OPS = {"item": lambda tensor: tensor.item(), "cast": lambda tensor: tensor.to(_float16)}
+_op, _float16 = "item", None  # the timed op, set by the child
 
 
 def _block(tensor, reads: int, depth: int) -> tuple[float, float]:
@@ -61,14 +67,16 @@ def _pairs(tensor, reads: int, blocks: int, depth: int) -> dict[str, list[float]
     return figures
 
 
-def child(reads: int, blocks: int, depth: int, hz: float) -> dict:
+def child(op: str, reads: int, blocks: int, depth: int, hz: float) -> dict:
     """Per place, ``_pairs``' figures (us)."""
     import torch
     import torch_xla
 
     import xlaprof
 
-    tensor = torch.ones((), device=torch_xla.device()) * 2
+    global _op, _float16
+    _op, _float16 = op, torch.float16
+    tensor = torch.ones(() if op == "item" else (4,), device=torch_xla.device()) * 2
     torch_xla.sync()
     _block(tensor, reads, depth)  # warm: the transfer path
     result = {PLACES[0]: _pairs(tensor, reads, blocks, depth)}
@@ -90,31 +98,34 @@ def _interval(values: list[float], rounds: int = 2000) -> tuple[float, float]:
 
 def _lines(place: str, figures: dict[str, list[float]]) -> list[str]:
     lines = []
-    for key, what in (("wall", "wall time"), ("cpu", "the reading thread's CPU")):
+    for key, what in (("wall", "wall time"), ("cpu", "the calling thread's CPU")):
         low, high = _interval(figures[f"{key}_cost"])
-        lines.append(f"  {place:17s} {what:26s} {statistics.median(figures[key]):5.1f} us a read without the "
+        lines.append(f"  {place:17s} {what:26s} {statistics.median(figures[key]):5.1f} us a call without the "
                      f"marks, the marks {statistics.median(figures[f'{key}_cost']):+5.1f} us (95% CI {low:+.1f}..{high:+.1f})")
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="processes per condition (default 3)")
-    parser.add_argument("--reads", type=int, default=300, help="reads per block (default 300)")
-    parser.add_argument("--blocks", type=int, default=30, help="blocks per process (default 30)")
+    parser.add_argument("--op", choices=sorted(_OPS), default="item",
+                        help="item: a read of a device scalar (default); cast: a device-side cast, not a read")
+    parser.add_argument("--runs", type=int, default=3, help="processes (default 3)")
+    parser.add_argument("--reads", type=int, default=300, help="calls per block (default 300)")
+    parser.add_argument("--blocks", type=int, default=30, help="pairs of blocks per place and process (default 30)")
     parser.add_argument("--depth", type=int, default=30, help="Python frames above the read (default 30)")
     parser.add_argument("--hz", type=float, default=1000, help="the stack sampler's rate in a capture (default 1000)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.reads, args.blocks, args.depth, args.hz)))
+        print(json.dumps(child(args.op, args.reads, args.blocks, args.depth, args.hz)))
         return
     env = dict(os.environ, PJRT_DEVICE=os.environ.get("PJRT_DEVICE", "CPU"))
-    print(f"a read of a device scalar from {args.depth} frames down, {args.blocks} pairs of {args.reads}-read "
-          f"blocks per place and run, the stack sampler at {args.hz:g} Hz in the capture")
+    what = "a read of a device scalar" if args.op == "item" else "a device-side cast (not a read)"
+    print(f"{what} from {args.depth} frames down, {args.blocks} pairs of {args.reads}-call blocks per place "
+          f"and run, the stack sampler at {args.hz:g} Hz in the capture")
     pooled: dict[str, dict[str, list[float]]] = {place: {} for place in PLACES}
     for run in range(args.runs):
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--reads", str(args.reads),
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--op", args.op, "--reads", str(args.reads),
                               "--blocks", str(args.blocks), "--depth", str(args.depth), "--hz", str(args.hz)],
                              capture_output=True, text=True, env=env, cwd=REPO, check=True)
         figures = json.loads(out.stdout.strip().splitlines()[-1])
