@@ -40,6 +40,15 @@ NEED_FREE_GB=${XLAPROF_SETUP_NEED_FREE_GB:-10}
 
 free_gb() { df -Pk "$1" | awk 'NR == 2 { print int($4 / 1048576) }'; }
 
+# Whether torch and torch_xla are installed at the versions pyproject.toml pins (the worker extra):
+# then an install adds only xlaprof and small packages, and needs no check of the disk.
+has_pinned_torch() {
+  local pins
+  pins=$(grep -o '"torch\(_xla\)\?==[^"]*"' pyproject.toml | tr -d '"')
+  [[ -n $pins ]] && "$VENV/bin/python" -c 'import sys, importlib.metadata as m
+sys.exit(any(m.version(n) != v for n, v in (p.split("==") for p in sys.argv[1:])))' $pins 2>/dev/null
+}
+
 check_disk() {  # a full disk fails pip midway with a long trace: say it up front, in one line
   local dir
   for dir in . "${TMPDIR:-/tmp}"; do
@@ -66,7 +75,7 @@ setup_venv() {  # $1: the extras to install, demo or all (all includes demo)
     log "$VENV is up to date"
     return
   fi
-  check_disk
+  has_pinned_torch || check_disk
   log "installing xlaprof[$extras] into $VENV (first time: torch + torch_xla, a few GB, a few minutes)"
   "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip 1>&2
   "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[$extras]" 1>&2

@@ -17,11 +17,13 @@ from tests.support.workers import REPO as REPO_DIR
 
 REPO = Path(REPO_DIR)
 
-# Answers the set-up's checks (Python 3.11, the C parts import) and logs every other call; a call
-# holding $STAND_IN_FAIL exits 3.
+# Answers the set-up's checks (Python 3.11, the C parts import; torch and torch_xla at their pins where
+# $STAND_IN_HAS_TORCH is set, else not installed) and logs every other call; a call holding
+# $STAND_IN_FAIL exits 3.
 STAND_IN = """#!/bin/sh
 case "$*" in
   *"import sys; sys.exit"*|*"import collectors._stack_watch"*|*"import xlaprof.xspace._wire"*) exit 0 ;;
+  *"importlib.metadata"*) [ -n "$STAND_IN_HAS_TORCH" ]; exit $? ;;
 esac
 echo "$(basename "$0") $*" >> "$(dirname "$0")/../calls.log"
 case "$*" in *"${STAND_IN_FAIL:-no call has this}"*) exit 3 ;; esac
@@ -108,3 +110,11 @@ def test_a_disk_too_full_for_the_install_is_one_line_before_pip_runs(sandbox):
     [line] = result.stderr.strip().splitlines()
     assert re.fullmatch(rf"\[run\.sh\] the install needs about {need_gb} GB free; {re.escape(str(sandbox))} "
                         r"has \d+ GB: free some space and run again", line), line
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
+def test_with_torch_and_torch_xla_at_their_pins_an_install_needs_no_room_for_them(sandbox):
+    need_gb = str(shutil.disk_usage(sandbox).free // 2**30 + 1000)  # more than this disk has
+    result, calls = run_sh(sandbox, "setup", env={"XLAPROF_SETUP_NEED_FREE_GB": need_gb, "STAND_IN_HAS_TORCH": "1"})
+    assert result.returncode == 0, result.stderr  # an update of xlaprof itself: a few MB
+    assert installs(calls) == [".[all]"]
