@@ -66,8 +66,7 @@ class profile:  # noqa: N801 - used like a function
         torch_xla_import.profiler()  # fail here, not in the first step, without torch_xla
         metrics_sampler.ensure_sampler()
         stack_sampler.ensure_sampler()
-        if self.stack_hz > 0:  # else the reads stay as they are: a mark costs a read even unrecorded
-            read_calls.install()
+        read_calls.install_for(self.stack_hz)
         if self.steps is None:
             self._start()
         else:

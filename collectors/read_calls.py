@@ -2,8 +2,8 @@
 
 A read too short for the stack sampler to see from inside (a 0.1 ms ``.item()`` between busy
 lines) would take a neighbouring line's stack. So the reading ops themselves say where they were
-called from: ``install()`` (from ``start_server`` and ``profile`` where the stack rate is not 0; once
-until ``uninstall()``, which gives the ops their own kernels back) puts a kernel
+called from: ``install()`` (from ``start_server`` and ``profile`` through ``install_for(stack_hz)``,
+where the stack rate is not 0; once until ``uninstall()``, which gives the ops their own kernels back) puts a kernel
 in front of each op of ``READ_OPS`` at the ``XLA`` dispatch key: it calls torch_xla's own kernel
 (taken before, ``_dispatch_get_computed_kernel_for_dispatch_key``) with the same dispatch key set
 and arguments. While a capture records and the stack rate is not 0, it first opens a TraceMe event
@@ -106,6 +106,13 @@ def install() -> None:
             _library = False
             return
         _library = library
+
+
+def install_for(stack_hz: float) -> None:
+    """``install()`` where ``stack_hz`` (the stack rate a capture will sample at) is not 0: at 0 nothing
+    is recorded, and a mark would still cost each read its call through Python."""
+    if stack_hz > 0:
+        install()
 
 
 def uninstall() -> None:

@@ -59,13 +59,6 @@ def _port_is_free(port: int) -> bool:
     return False
 
 
-def _sample_stacks_at(stack_hz: float) -> None:
-    """Sample stacks at ``stack_hz`` from the next capture on, and mark the reads where it is not 0."""
-    stack_sampler.set_rate(stack_hz)
-    if stack_hz > 0:
-        read_calls.install()
-
-
 def free_port(consecutive: int = 1) -> int:
     """A TCP port that is free on this machine right now, with the ``consecutive - 1`` ports
     after it free too (a base port for several local processes serving base + rank)."""
@@ -106,7 +99,8 @@ def start_server(port: int = 9012, *, per_process: bool | None = None,
     with _lock:
         if _server is not None:
             if wanted in (0, _port):
-                _sample_stacks_at(stack_hz)
+                stack_sampler.set_rate(stack_hz)
+                read_calls.install_for(stack_hz)
                 return _port
             raise XlaprofError(f"the profiler server already runs on port {_port} in this process; "
                                f"cannot start another on {wanted}")
@@ -119,8 +113,9 @@ def start_server(port: int = 9012, *, per_process: bool | None = None,
         _server = torch_xla_import.profiler().start_server(chosen)
         _port = chosen
     metrics_sampler.ensure_sampler(ordinal)
+    stack_sampler.set_rate(stack_hz)
     stack_sampler.ensure_sampler()
-    _sample_stacks_at(stack_hz)
+    read_calls.install_for(stack_hz)
     # Printed, not logged: the person starting a worker needs the port whatever logging is set to.
     where = f" (local process {ordinal})" if ordinal is not None else ""
     print(f"xlaprof: profiler server listening on port {chosen}{where}; capture with: "
