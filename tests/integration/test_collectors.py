@@ -162,14 +162,18 @@ def test_reading_ops_mark_their_calls_and_change_nothing_else(tmp_path):
     assert callers == [f"{script}:{line} reads" for line in lines], callers
 
 
-UNINSTALL_SCRIPT = textwrap.dedent('''
-    import json, torch, torch_xla
-    from collectors import read_calls
+# Defines xla_kernel(): where the dispatcher's active XLA kernel of _local_scalar_dense was registered.
+XLA_KERNEL = textwrap.dedent('''
+    import torch
 
-    def xla_kernel():  # where the dispatcher's active XLA kernel of _local_scalar_dense was registered
+    def xla_kernel():
         (active,) = [line for line in torch._C._dispatch_dump("aten::_local_scalar_dense").splitlines()
                      if line.startswith("XLA:")]
         return active.split(" :: ")[0]
+''')
+UNINSTALL_SCRIPT = XLA_KERNEL + textwrap.dedent('''
+    import json, torch, torch_xla
+    from collectors import read_calls
 
     own_kernel, own_binding = xla_kernel(), torch_xla._XLAC._xla_get_cpu_tensors
     t = torch.ones((), device=torch_xla.device()) * 3
@@ -189,13 +193,11 @@ def test_the_marks_come_off_and_go_back_on(tmp_path):
     assert states == [marked, plain, marked, plain]
 
 
-STACK_HZ_0_SCRIPT = textwrap.dedent('''
+STACK_HZ_0_SCRIPT = XLA_KERNEL + textwrap.dedent('''
     import json, sys, tempfile, torch, torch_xla, xlaprof
 
-    def marked():  # whether the dispatcher's active XLA kernel of _local_scalar_dense is xlaprof's
-        (active,) = [line for line in torch._C._dispatch_dump("aten::_local_scalar_dense").splitlines()
-                     if line.startswith("XLA:")]
-        return "read_calls.py" in active
+    def marked():  # whether the active XLA kernel of _local_scalar_dense is xlaprof's
+        return "read_calls.py" in xla_kernel()
 
     states = []
     with tempfile.TemporaryDirectory() as logdir, xlaprof.profile(logdir, stack_hz=0):
