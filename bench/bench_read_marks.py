@@ -31,25 +31,22 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 PLACES = ("outside a capture", "inside a capture")
+OPS = ("item", "cast")
 
 
-def _read_from_depth(tensor, depth: int):
-    return _OPS[_op](tensor) if depth <= 1 else _read_from_depth(tensor, depth - 1)
+def _call_from_depth(call, depth: int):
+    return call() if depth <= 1 else _call_from_depth(call, depth - 1)
 
 
-_OPS = {"item": lambda tensor: tensor.item(), "cast": lambda tensor: tensor.to(_float16)}
-_op, _float16 = "item", None  # the timed op, set by the child
-
-
-def _block(tensor, reads: int, depth: int) -> tuple[float, float]:
+def _block(call, reads: int, depth: int) -> tuple[float, float]:
     """Microseconds per read over ``reads`` reads: wall time, and the calling thread's CPU time."""
     started, cpu = time.perf_counter(), time.thread_time()
     for _ in range(reads):
-        _read_from_depth(tensor, depth)
+        _call_from_depth(call, depth)
     return (time.perf_counter() - started) / reads * 1e6, (time.thread_time() - cpu) / reads * 1e6
 
 
-def _pairs(tensor, reads: int, blocks: int, depth: int) -> dict[str, list[float]]:
+def _pairs(call, reads: int, blocks: int, depth: int) -> dict[str, list[float]]:
     """Per pair of blocks (their order alternating): the plain block's wall and CPU time per read,
     and the marked one's less it."""
     from collectors import read_calls
@@ -59,7 +56,7 @@ def _pairs(tensor, reads: int, blocks: int, depth: int) -> dict[str, list[float]
         block = {}
         for marked in ((False, True) if pair % 2 else (True, False)):
             read_calls.install() if marked else read_calls.uninstall()
-            block[marked] = _block(tensor, reads, depth)
+            block[marked] = _block(call, reads, depth)
         for i, key in enumerate(("wall", "cpu")):
             figures[key].append(block[False][i])
             figures[f"{key}_cost"].append(block[True][i] - block[False][i])
@@ -74,15 +71,14 @@ def child(op: str, reads: int, blocks: int, depth: int, hz: float) -> dict:
 
     import xlaprof
 
-    global _op, _float16
-    _op, _float16 = op, torch.float16
     tensor = torch.ones(() if op == "item" else (4,), device=torch_xla.device()) * 2
     torch_xla.sync()
-    _block(tensor, reads, depth)  # warm: the transfer path
-    result = {PLACES[0]: _pairs(tensor, reads, blocks, depth)}
+    call = tensor.item if op == "item" else lambda: tensor.to(torch.float16)
+    _block(call, reads, depth)  # warm: the transfer path
+    result = {PLACES[0]: _pairs(call, reads, blocks, depth)}
     with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as logdir:
         with xlaprof.profile(logdir, stack_hz=hz):
-            result[PLACES[1]] = _pairs(tensor, reads, blocks, depth)
+            result[PLACES[1]] = _pairs(call, reads, blocks, depth)
     return result
 
 
@@ -107,7 +103,7 @@ def _lines(place: str, figures: dict[str, list[float]]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--op", choices=sorted(_OPS), default="item",
+    parser.add_argument("--op", choices=OPS, default="item",
                         help="item: a read of a device scalar (default); cast: a device-side cast, not a read")
     parser.add_argument("--runs", type=int, default=3, help="processes (default 3)")
     parser.add_argument("--reads", type=int, default=300, help="calls per block (default 300)")
