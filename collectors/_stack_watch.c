@@ -48,8 +48,10 @@
  * sleeps the jittered period (backing off while its wake-ups come late) and, where its last ask was
  * answered, asks the main thread for a pending call (Py_AddPendingCall, with its interpreter told to
  * look: collectors/_eval_break.c), and asks nothing more until the call ran (parked once it is left
- * pending for PARK_PERIODS periods, as in a long read: see trip_loop). The thread runs the call
- * at its next check for pending work (a call's return, a loop's jump), so at the stack it had when asked:
+ * pending by a thread that has not run since it last looked, as in a long read, or for PARK_PERIODS
+ * periods: see trip_loop; `pending_wakes` counts its wake-ups that found the ask pending). The thread
+ * runs the call at its next check for pending work (a call's return, a loop's jump), so at the stack it
+ * had when asked:
  * at once where it runs Python, on its return where it was in a C call or blocked (a sleep, a read,
  * a wait for the GIL). The call compares that stack with the last one, in C, with no hand-off of the
  * GIL, and records it where it changed, stamped at the ask. The samples wait in a ring of RING until
@@ -119,6 +121,7 @@ typedef struct {
     int started, stop;  /* started: the pid that started the thread (0: none); stop: atomic */
     int asked;          /* atomic: a pending call was asked for and has not run yet */
     long long asked_ns, asked_wanted_ns; /* when the call was asked for, and the wanted time then */
+    long long seen_cpu_ns;    /* the thread's CPU time at the ask, then at each wake-up it is pending */
     double sleep_s;
     uint64_t rng;
     pthread_mutex_t lock; /* with `wake`: the caller waits, the GIL released, for `woken` or a timeout */
@@ -143,6 +146,7 @@ struct Watcher {
     double period_s, late_s, max_backoff_s, sleep_s;
     uint64_t rng;
     unsigned long long samples, compared; /* samples taken so far, and those that took the GIL */
+    unsigned long long pending_wakes; /* wake-ups of the tripping thread that found its ask pending */
     Frames last, next;                    /* the stack returned last; room for the next one */
     Py_ssize_t depth, kept; /* of the stack returned last: frames, and outermost ones equal to the one before */
     double took_s;          /* when the calling thread last took the GIL (0 before its first wait) */
@@ -580,14 +584,26 @@ static int finalizing(void) {
 #endif
 }
 
+/* Whether the thread has not run since the tripping thread last looked (its CPU clock stayed): blocked
+ * (a read, a sync, a sleep), it answers the pending ask only once back in Python, so the tripping thread
+ * parks at once rather than after PARK_PERIODS wake-ups (a thread still on a CPU is in a C call, which
+ * most often returns within them). */
+static int blocked_since_seen(Tripper *t) {
+    long long cpu_ns = thread_cpu_ns(t->watcher), seen_ns = t->seen_cpu_ns;
+    t->seen_cpu_ns = cpu_ns;
+    return cpu_ns >= 0 && cpu_ns == seen_ns;
+}
+
 /* The tripping thread (never takes the GIL): sleeps a jittered period (backing off while its wake-ups
  * come late), and where its last ask was answered, asks the thread for trip() (a pending call), whether
  * it ran since or not. A thread running Python answers at once, with no wake-up of this thread. One in
  * a C call or blocked (a sleep, a read, a wait for the GIL) runs the call once back in Python, at the
  * line it was on, and its stack does not move meanwhile (the caller's wait reads it at its timeout, as
- * of the ask): an ask left pending for PARK_PERIODS periods parks this thread until trip() ran, which
- * then wakes it. So the thread's long reads and syncs cost no wake-up a period (the CPU device computes
- * on those cores meanwhile), and its Python after them is sampled a period on; a thread answering every
+ * of the ask): an ask left pending parks this thread until trip() ran, which then wakes it, at the
+ * first wake-up that finds the thread has not run since the last look (blocked: one wake-up a block)
+ * or once the ask is PARK_PERIODS periods old (a long C call). So the thread's long reads and syncs
+ * cost no wake-up a period (the CPU device computes on those cores meanwhile), and its Python after
+ * them is sampled a period on; a thread answering every
  * ask within a period is never woken by its call (a cross-core wake-up per sample cost it 1% of its time
  * at 1 kHz in a virtual machine). */
 static void *trip_loop(void *arg) {
@@ -602,13 +618,15 @@ static void *trip_loop(void *arg) {
          * after is sampled at once (a back-off there lost a whole forward after each sync). */
         t->sleep_s = woke - asleep - pause > w->late_s ? Py_MIN(2 * t->sleep_s, w->max_backoff_s) : w->period_s;
         if (__atomic_load_n(&t->asked, __ATOMIC_ACQUIRE)) { /* not answered yet: the stack of the ask */
-            if ((double)(now_ns() - t->asked_ns) * 1e-9 >= PARK_PERIODS * w->period_s) {
+            __atomic_add_fetch(&w->pending_wakes, 1, __ATOMIC_RELAXED);
+            if (blocked_since_seen(t) || (double)(now_ns() - t->asked_ns) * 1e-9 >= PARK_PERIODS * w->period_s) {
                 park(t);
             }
             continue;
         }
         __atomic_add_fetch(&w->samples, 1, __ATOMIC_RELAXED);
         ran(w); /* its CPU time, as of the ask */
+        t->seen_cpu_ns = w->cpu_ns;
         t->asked_wanted_ns = wanted_now(w);
         t->asked_ns = now_ns();
         __atomic_store_n(&t->asked, 1, __ATOMIC_SEQ_CST);
@@ -821,6 +839,9 @@ static PyMethodDef watcher_methods[] = {
 static PyMemberDef watcher_members[] = {
     {"samples", T_ULONGLONG, offsetof(Watcher, samples), READONLY, "samples taken so far"},
     {"compared", T_ULONGLONG, offsetof(Watcher, compared), READONLY, "samples that took the GIL to compare the stack"},
+    {"pending_wakes", T_ULONGLONG, offsetof(Watcher, pending_wakes), READONLY,
+     "wake-ups of a tripping Watcher's thread that found its ask not answered yet (the thread in a C call "
+     "or blocked): one per block where the thread is blocked (it parks then)"},
     {"cpu_ns", T_LONGLONG, offsetof(Watcher, cpu_ns), READONLY,
      "the thread's CPU time (ns) as of the last sample, -1 where it cannot be read"},
     {"wanted_ns", T_LONGLONG, offsetof(Watcher, wanted_ns), READONLY,

@@ -503,6 +503,20 @@ def test_the_tripping_thread_parks_through_a_long_block_and_samples_the_python_a
     assert asked_after >= 10, asked_after  # 100 to 200 at 1 kHz, 25 backed off to 8 ms
 
 
+def test_the_tripping_thread_parks_at_its_first_look_at_a_blocked_thread():
+    """A main thread blocked with an ask pending (its CPU clock still) cannot answer before it is back in
+    Python: the tripping thread parks the first time it finds the ask pending, one wake-up a block, not
+    a wake-up a period until the ask is PARK_PERIODS old (two to three a block at 1 kHz)."""
+    blocks, pending = 40, 0
+    with tripping_the_main_thread(lambda watcher, stack: None) as watcher:
+        for _ in range(blocks):
+            _python_for(0.002)
+            before = watcher.pending_wakes
+            _asleep_for(0.01)
+            pending += watcher.pending_wakes - before
+    assert 0.5 <= pending / blocks < 1.5, pending / blocks
+
+
 def test_one_watcher_trips_the_main_thread_at_a_time():
     main = threading.main_thread()
     first = Watcher(main.ident, main.native_id, PERIOD_S, 0.0005, 0.008, trips=True)
