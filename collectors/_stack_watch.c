@@ -360,24 +360,26 @@ static PyObject *stack_tuple(const Frames *frames) {
     return result;
 }
 
+/* A stack's key of `depth` frames, each to be set by set_key_frame (NULL with an exception set). */
+static PyObject *new_key(Py_ssize_t depth) {
+    return PyBytes_FromStringAndSize(NULL, depth * (Py_ssize_t)sizeof(KeyFrame));
+}
+
+static void set_key_frame(PyObject *key, Py_ssize_t i, void *code, long long at) {
+    KeyFrame frame = {code, at};
+    memcpy(PyBytes_AS_STRING(key) + i * (Py_ssize_t)sizeof(KeyFrame), &frame, sizeof frame);
+}
+
 /* The stack `frames` as wait() returns it, its key in `w->key` (the GIL held). */
 static PyObject *returned(Watcher *w, const Frames *frames) {
-    KeyFrame local[64], *key = frames->depth <= 64 ? local : PyMem_Malloc(frames->depth * sizeof(KeyFrame));
+    PyObject *key = new_key(frames->depth);
     if (key == NULL) {
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t i = 0; i < frames->depth; i++) {
-        key[i].code = frames->codes[i];
-        key[i].at = frames->lines[i];
-    }
-    PyObject *bytes = PyBytes_FromStringAndSize((const char *)key, frames->depth * (Py_ssize_t)sizeof(KeyFrame));
-    if (key != local) {
-        PyMem_Free(key);
-    }
-    if (bytes == NULL) {
         return NULL;
     }
-    Py_XSETREF(w->key, bytes);
+    for (Py_ssize_t i = 0; i < frames->depth; i++) {
+        set_key_frame(key, i, frames->codes[i], frames->lines[i]);
+    }
+    Py_XSETREF(w->key, key);
     return stack_tuple(frames);
 }
 
@@ -889,38 +891,21 @@ static PyObject *stack_key(PyObject *Py_UNUSED(module), PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "stack_key(frame): a frame object");
         return NULL;
     }
-    KeyFrame local[64], *frames = local;
-    Py_ssize_t depth = 0, capacity = 64;
-    PyFrameObject *frame = (PyFrameObject *)Py_NewRef(arg);
-    while (frame != NULL) {
-        if (depth == capacity) {
-            KeyFrame *more = PyMem_Malloc(2 * capacity * sizeof(KeyFrame));
-            if (more == NULL) {
-                Py_DECREF(frame);
-                if (frames != local) {
-                    PyMem_Free(frames);
-                }
-                return PyErr_NoMemory();
-            }
-            memcpy(more, frames, depth * sizeof(KeyFrame));
-            if (frames != local) {
-                PyMem_Free(frames);
-            }
-            frames = more;
-            capacity *= 2;
-        }
-        PyCodeObject *code = PyFrame_GetCode(frame);
-        frames[depth].code = code;
-        frames[depth].at = last_instruction(frame);
+    Py_ssize_t depth = 0;
+    for (PyFrameObject *frame = (PyFrameObject *)Py_NewRef(arg), *back; frame != NULL; frame = back) {
         depth++;
+        back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+    }
+    PyObject *key = new_key(depth);
+    PyFrameObject *frame = key == NULL ? NULL : (PyFrameObject *)Py_NewRef(arg);
+    for (Py_ssize_t i = 0; frame != NULL; i++) { /* the same frames: no Python ran since they were counted */
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        set_key_frame(key, i, code, last_instruction(frame));
         Py_DECREF(code); /* its frame holds it while the key is made */
         PyFrameObject *back = PyFrame_GetBack(frame);
         Py_DECREF(frame);
         frame = back;
-    }
-    PyObject *key = PyBytes_FromStringAndSize((const char *)frames, depth * (Py_ssize_t)sizeof(KeyFrame));
-    if (frames != local) {
-        PyMem_Free(frames);
     }
     return key;
 }
