@@ -446,17 +446,25 @@ static long long now_ns(void) {
     return (long long)(now_s() * 1e9);
 }
 
+/* Signals `cond` (of `t->lock`) once `lock` is let go: a waiter signalled while it is held wakes only
+ * to wait for it, and its second wake-up, at the unlock, took the signalling thread's core (the main
+ * thread's, in trip()). The caller set what the waiter checks first; taking `lock` means the waiter,
+ * which checks it under `lock`, either saw it or waits. */
+static void signal_unlocked(Tripper *t, pthread_cond_t *cond) {
+    pthread_mutex_unlock(&t->lock);
+    pthread_cond_signal(cond);
+}
+
 static void wake(Tripper *t) {
     pthread_mutex_lock(&t->lock);
     t->woken = 1;
-    pthread_cond_signal(&t->wake);
-    pthread_mutex_unlock(&t->lock);
+    signal_unlocked(t, &t->wake);
 }
 
 /* Waits (the tripping thread) until trip() ran or stop_tripping() began. `parked` is set before the
  * ask is read again, and trip() clears the ask before it reads `parked` (both sequentially
- * consistent): either this sees the ask answered, or trip() sees `parked` and signals under `lock`,
- * which it can take only once this waits. */
+ * consistent): either this sees the ask answered, or trip() sees `parked`, takes `lock`, which it can
+ * only once this waits, and signals. */
 static void park(Tripper *t) {
     pthread_mutex_lock(&t->lock);
     __atomic_store_n(&t->parked, 1, __ATOMIC_SEQ_CST);
@@ -558,8 +566,7 @@ static int trip(void *unused) {
      * and the lock may have been copied held */
     if (__atomic_load_n(&t->parked, __ATOMIC_SEQ_CST) && t->started == getpid()) {
         pthread_mutex_lock(&t->lock);
-        pthread_cond_signal(&t->answered);
-        pthread_mutex_unlock(&t->lock);
+        signal_unlocked(t, &t->answered);
     }
     PyThreadState *self = PyThreadState_Get();
     PyFrameObject *top = self->thread_id == w->ident ? PyThreadState_GetFrame(self) : NULL;
