@@ -46,23 +46,23 @@
  * tokenizer's, a torch op's): each release starts the waiter's switch interval over, and such a
  * waiter sampled only those calls. A thread of its own, `xlaprof-trip`, which never takes the GIL,
  * sleeps the jittered period (backing off while its wake-ups come late) and, where its last ask was
- * answered, asks the main thread for a pending call (Py_AddPendingCall, with its interpreter told to
- * look: collectors/_eval_break.c), and asks nothing more until the call ran (parked once it is left
- * pending by a thread that has not run since it last looked, as in a long read, or for PARK_PERIODS
- * periods: see trip_loop; `pending_wakes` counts its wake-ups that found the ask pending). The thread
- * runs the call at its next check for pending work (a call's return, a loop's jump), so at the stack it
- * had when asked:
- * at once where it runs Python, on its return where it was in a C call or blocked (a sleep, a read,
- * a wait for the GIL). The call compares that stack with the last one, in C, with no hand-off of the
- * GIL, and records it where it changed, stamped at the ask. The samples wait in a ring of RING until
- * wait() returns them, one a call, oldest first (with `depth`, `kept`, `sampled_ns` and `wanted_ns`
- * of each). At timeout_s a wait reads the stack itself: where a call is still pending, the stack has
- * not moved since the ask (the call would have run first), and a change is stamped then; an
- * unchanged stack is returned again, stamped when read. A sample dropped as the ring was full leaves
- * the next one with no kept frame. close() stops the tripping thread (a wait starts it again); one
- * Watcher at a time trips the main thread (another one's wait raises RuntimeError until it is
- * closed). The interpreter's flag is set only while the main thread holds the GIL: the process's
- * other Python threads, running while it is in a long C call, do not find it set for nothing.
+ * answered, asks the main thread for a pending call (Py_AddPendingCall, with its interpreter told
+ * to look: collectors/_eval_break.c), and asks nothing more until the call ran (parked once it is
+ * left pending by a thread that has not run since it last looked, as in a long read, or for
+ * PARK_PERIODS periods: see trip_loop; `pending_wakes` counts its wake-ups that found the ask
+ * pending). The thread runs the call at its next check for pending work (a call's return, a loop's
+ * jump), so at the stack it had when asked: at once where it runs Python, on its return where it
+ * was in a C call or blocked (a sleep, a read, a wait for the GIL). The call compares that stack
+ * with the last one, in C, with no hand-off of the GIL, and records it where it changed, stamped at
+ * the ask. The samples wait in a ring of RING until wait() returns them, one a call, oldest first
+ * (with `depth`, `kept`, `sampled_ns` and `wanted_ns` of each). At timeout_s a wait reads the stack
+ * itself: where a call is still pending, the stack has not moved since the ask (the call would have
+ * run first), and a change is stamped then; an unchanged stack is returned again, stamped when
+ * read. A sample dropped as the ring was full leaves the next one with no kept frame. close() stops
+ * the tripping thread (a wait starts it again); one Watcher at a time trips the main thread
+ * (another one's wait raises RuntimeError until it is closed). The interpreter's flag is set only
+ * while the main thread holds the GIL: the process's other Python threads, running while it is in a
+ * long C call, do not find it set for nothing.
  *
  * stack_key(frame) is the identity of `frame`'s stack as bytes: each frame's code object (its
  * address) and last instruction, innermost first. Equal keys are the same stack, line for line, while
@@ -612,9 +612,8 @@ static int blocked_since_seen(Tripper *t) {
  * first wake-up that finds the thread has not run since the last look (blocked: one wake-up a block)
  * or once the ask is PARK_PERIODS periods old (a long C call). So the thread's long reads and syncs
  * cost no wake-up a period (the CPU device computes on those cores meanwhile), and its Python after
- * them is sampled a period on; a thread answering every
- * ask within a period is never woken by its call (a cross-core wake-up per sample cost it 1% of its time
- * at 1 kHz in a virtual machine). */
+ * them is sampled a period on; a thread answering every ask within a period is never woken by its
+ * call (a cross-core wake-up per sample cost it 1% of its time at 1 kHz in a virtual machine). */
 static void *trip_loop(void *arg) {
     Tripper *t = arg;
     Watcher *w = t->watcher; /* outlives this thread: it is joined first */
