@@ -1,9 +1,10 @@
 """The truth score over the corpus: xlaprof's analysis against an oracle it did not compute.
 
-    .venv/bin/python bench/bench_truth.py [--cases a,b] [--workdir DIR] [--reuse] [--pods N]
+    .venv/bin/python bench/bench_truth.py [--cases a,b] [--workdir DIR] [--reuse] [--grouped] [--pods N]
 
 Runs every corpus case (``tests/support/corpus``) twice (``tests.support.truth.runner``: once captured
-with torch_xla's per-step counters beside it, once under a line tracer), analyses each capture and
+with torch_xla's per-step counters beside it, each case in a process of its own as a user runs it, or
+with ``--grouped`` in the suite's few processes; once under a line tracer), analyses each capture and
 prints, per case: each cause's share of idle (xlaprof vs truth, and the difference in points), reads
 and compiles at their triggering line (share of the truth's, and the counts), findings misplaced at a
 ``def``/``class``/decorator line or in xlaprof's own code, whether the recompile explanation names the values
@@ -37,13 +38,16 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(c.name for c in CASES))
     parser.add_argument("--workdir")
     parser.add_argument("--reuse", action="store_true", help="score the records already in --workdir")
+    parser.add_argument("--grouped", action="store_true",
+                        help="capture the cases in the suite's groups, a process each, not a process a case")
     parser.add_argument("--pods", type=int, default=2, help="pod captures per load (quiet, busy); 0: none")
     opts = parser.parse_args()
     workdir = opts.workdir or tempfile.mkdtemp(prefix="xlaprof-truth-")
     os.makedirs(workdir, exist_ok=True)
     names = opts.cases.split(",")
-    records = load_records(workdir) if opts.reuse else record_corpus(workdir, names)
-    results = score_corpus(records)
+    records = load_records(workdir) if opts.reuse else record_corpus(workdir, names, apart=not opts.grouped)
+    scored = score_corpus(records)
+    results = {name: scored[name] for name in names if name in scored}
     head = " ".join(f"{SHORT[c]:>16}" for c in SHORT)
     print(f"{'case':<18} {head} {'reads@line':>14} {'compiles@line':>14} {'misplaced':>9} {'expl':>5} {'advice':>6}")
     print(f"{'':<18} " + " ".join(f"{'x/truth (pts)':>16}" for _ in SHORT))

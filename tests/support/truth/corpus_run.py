@@ -12,7 +12,9 @@ cases whose compiles take a minute (``Case.slow_compiles``: their truth and thei
 that one process). The others keep the default flags: an A/B arm's truth depends on the device's
 speed, and a compile cut by half leaves the rest of the idle time twice its share, where the truth's
 metric model of a read without an arm (its transfer alone) is furthest off.
-``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
+With ``apart`` (the bench's default) each case is captured in a process of its own, as a user runs
+it; the suite captures them in those groups, a process each (its time has no room for a process a
+case). ``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
 ``score_corpus(records)`` -> ``{case: CaseResult}``: the case's ``Truth``, the analysis report (the
 JSON contract's dict, ``xlaprof.report.analysis_json``) and its ``Score`` (the shares of idle scored
 in the truth's session: the A/B capture where the case has an arm), plus the case's own checks
@@ -20,6 +22,7 @@ in the truth's session: the A/B capture where the case has an arm), plus the cas
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
@@ -55,7 +58,7 @@ def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float, pin
 
 
 PINNED, FAST = "capture-pinned", "capture-fast"
-CAPTURE_GROUPS = ("capture", FAST, PINNED)  # record files, each of one capture process
+CAPTURE_GROUPS = ("capture", FAST, PINNED)  # the kinds of capture process, and their record files
 
 
 def _group(name: str) -> str:
@@ -67,29 +70,41 @@ def _group(name: str) -> str:
     return FAST if case.slow_compiles else "capture"
 
 
-def record_corpus(workdir: str, names: list[str], timeout: float = 1500,
-                  fast_compile: bool = False) -> dict[str, dict]:
-    """``{"lines": ..., "capture": ...}``: the runner's two records of the named cases."""
+def _capture_processes(names: list[str], apart: bool) -> list[tuple[str, str, list[str]]]:
+    """``(record file, group, cases)`` of each capture process: one a group, or one a case (``apart``)."""
+    processes = []
+    for group in CAPTURE_GROUPS:
+        cases = [name for name in names if _group(name) == group]
+        if apart:
+            processes += [(f"{group}-{name}", group, [name]) for name in cases]
+        elif cases:
+            processes.append((group, group, cases))
+    return processes
+
+
+def record_corpus(workdir: str, names: list[str], timeout: float = 1500, fast_compile: bool = False,
+                  apart: bool = False) -> dict[str, dict]:
+    """``{"lines": ..., "capture": ...}``: the runner's two records of the named cases; with ``apart``
+    each case captured in a process of its own, as a user runs a script (no other case's threads
+    alive beside it: loader threads, a tqdm monitor, queue feeders)."""
     logdir = os.path.join(workdir, "logs")
     _run("lines", names, os.path.join(workdir, "lines.json"), logdir, timeout, fast_compile=True)
-    for group in CAPTURE_GROUPS:
-        if cases := [name for name in names if _group(name) == group]:
-            _run("capture", cases, os.path.join(workdir, f"{group}.json"), logdir, timeout, group == PINNED,
-                 fast_compile=fast_compile and group == FAST)
+    for record, group, cases in _capture_processes(names, apart):
+        _run("capture", cases, os.path.join(workdir, f"{record}.json"), logdir, timeout, group == PINNED,
+             fast_compile=fast_compile and group == FAST)
     return load_records(workdir)
 
 
 def load_records(workdir: str) -> dict[str, dict]:
-    def load(name: str) -> dict:
-        path = os.path.join(workdir, f"{name}.json")
+    def load(path: str) -> dict:
         if not os.path.exists(path):
             return {}
         with open(path) as handle:
             return json.load(handle)
     captured = {}
-    for group in CAPTURE_GROUPS:
-        captured.update(load(group))
-    return {"lines": load("lines"), "capture": captured}
+    for path in sorted(glob.glob(os.path.join(workdir, "capture*.json"))):
+        captured.update(load(path))
+    return {"lines": load(os.path.join(workdir, "lines.json")), "capture": captured}
 
 
 @dataclass
