@@ -17,9 +17,9 @@ with the two contending for them).
 ``ab_harness.READS_ARM`` or ``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines),
 rewritten after each case.
 Each case seeds torch with 0 before building, and both modes run the same cases in the same order,
-so the two processes take the same steps (``corpus_run`` captures the cases in groups, each in a
-process of its own; a case compiles its own graphs while warming up, and the harness syncs before
-its window).
+so the two processes take the same steps (``corpus_run`` captures the cases in groups, or each case,
+in a process of its own; a case compiles its own graphs while warming up, and the harness syncs
+before its window).
 """
 from __future__ import annotations
 
