@@ -55,10 +55,16 @@
  * was in a C call or blocked (a sleep, a read, a wait for the GIL). The call compares that stack
  * with the last one, in C, with no hand-off of the GIL, and records it where it changed, stamped at
  * the ask. The samples wait in a ring of RING until wait() returns them, one a call, oldest first
- * (with `depth`, `kept`, `sampled_ns` and `wanted_ns` of each). At timeout_s a wait reads the stack
- * itself: where a call is still pending, the stack has not moved since the ask (the call would have
- * run first), and a change is stamped then; an unchanged stack is returned again, stamped when
- * read. A sample dropped as the ring was full leaves the next one with no kept frame. close() stops
+ * (with `depth`, `kept`, `sampled_ns` and `wanted_ns` of each). A call that ran more than IN_CALL_NS
+ * after its ask found the thread in a call of its stack (a C call, a block) from the ask on, and
+ * the time from the ask to the call the thread was neither on a CPU nor runnable it was blocked
+ * there: `seen_blocked_ns` is the Watcher's total of those times, each added after the sample read
+ * with it, so that its growth from a sample to the next is the time the first one's run was seen
+ * blocked in its calls (the analysis tells by it a line that blocks from one the thread was off the
+ * CPUs at, unseen; a thread kept from its core on a busy host answers late too, runnable). At
+ * timeout_s a wait reads the stack itself: where a call is still pending, the stack has not moved
+ * since the ask (the call would have run first), and a change is stamped then; an unchanged stack is
+ * returned again, stamped when read. A sample dropped as the ring was full leaves the next one with no kept frame. close() stops
  * the tripping thread (a wait starts it again); one Watcher at a time trips the main thread
  * (another one's wait raises RuntimeError until it is closed). The interpreter's flag is set only
  * while the main thread holds the GIL: the process's other Python threads, running while it is in a
@@ -103,13 +109,21 @@ typedef struct { /* a frame in a stack's key: its code object's address, and its
     long long at;
 } KeyFrame;
 
+typedef struct { /* when a sample was taken, and the thread's wanted time then (see the header) */
+    long long sampled_ns, wanted_ns;
+} Stamp;
+
 typedef struct { /* a stack a trip recorded, until the caller takes it */
     Frames frames;
     Py_ssize_t kept;
-    long long sampled_ns, wanted_ns;
+    Stamp stamp;
+    long long seen_blocked_ns; /* the Watcher's seen-blocked total when recorded */
 } Sample;
 
 #define RING 256 /* samples a trip records before the caller takes them (a caller kept off the GIL) */
+/* An ask answered later than this found the thread in a call (a C call, a block) or kept from its
+ * core: one running Python answers within microseconds (30 at most, 1 at the median, on a quiet host) */
+#define IN_CALL_NS 100000LL
 #define PARK_PERIODS 2 /* an ask pending this many periods parks the tripping thread until answered */
 
 typedef struct Watcher Watcher;
@@ -151,6 +165,7 @@ struct Watcher {
     Py_ssize_t depth, kept; /* of the stack returned last: frames, and outermost ones equal to the one before */
     double took_s;          /* when the calling thread last took the GIL (0 before its first wait) */
     long long held_ns;      /* the GIL held so far, up to its latest release */
+    long long seen_blocked_ns, seen_blocked_total_ns; /* as of the sample returned last, and so far */
     Tripper *tripper;       /* a Watcher of the main thread: asks it to sample itself (NULL: not) */
     PyObject *key;          /* the key of the stack returned last (bytes; NULL before the first) */
 };
@@ -486,7 +501,7 @@ static void free_tripper(Tripper *t) { /* the GIL held */
 }
 
 /* The stack `last` as the newest sample of the ring (the GIL held), sampled at `sampled_ns`. */
-static int push(Watcher *w, Py_ssize_t kept, long long sampled_ns, long long wanted_ns) {
+static int push(Watcher *w, Py_ssize_t kept, Stamp stamp) {
     Tripper *t = w->tripper;
     if (t->count == RING) { /* the caller has not taken them for long: the newest is dropped */
         t->overflowed = 1;
@@ -508,20 +523,20 @@ static int push(Watcher *w, Py_ssize_t kept, long long sampled_ns, long long wan
     frames->depth = w->last.depth;
     sample->kept = t->overflowed ? 0 : kept; /* after a dropped one, its reader formats it whole */
     t->overflowed = 0;
-    sample->sampled_ns = sampled_ns;
-    sample->wanted_ns = wanted_ns;
+    sample->stamp = stamp;
+    sample->seen_blocked_ns = w->seen_blocked_total_ns;
     t->count++;
     return 0;
 }
 
-/* The thread's stack `top` at `sampled_ns` (the GIL held): a new sample where it changed. */
-static int record(Watcher *w, PyFrameObject *top, long long sampled_ns, long long wanted_ns) {
+/* The thread's stack `top` as of `stamp` (the GIL held): a new sample where it changed. */
+static int record(Watcher *w, PyFrameObject *top, Stamp stamp) {
     w->compared++;
     if (w->last.depth > 0 && same_stack(&w->last, top)) {
         return 0;
     }
     Py_ssize_t kept = remember(w, top);
-    if (kept < 0 || push(w, kept, sampled_ns, wanted_ns) < 0) {
+    if (kept < 0 || push(w, kept, stamp) < 0) {
         return -1;
     }
     if (w->tripper->count >= RING / 2) { /* the caller takes them before the ring fills */
@@ -540,8 +555,9 @@ static PyObject *pop(Watcher *w) {
     }
     w->depth = sample->frames.depth;
     w->kept = sample->kept;
-    w->sampled_ns = sample->sampled_ns;
-    w->wanted_ns = sample->wanted_ns;
+    w->sampled_ns = sample->stamp.sampled_ns;
+    w->wanted_ns = sample->stamp.wanted_ns;
+    w->seen_blocked_ns = sample->seen_blocked_ns;
     clear(&sample->frames);
     t->head = (t->head + 1) % RING;
     t->count--;
@@ -549,6 +565,18 @@ static PyObject *pop(Watcher *w) {
 }
 
 static Tripper *tripping; /* the Tripper whose asks trip() answers (changed with the GIL held) */
+
+/* How long the thread, answering now the ask `t` made, was blocked in a call of its stack since: its
+ * time off the CPUs and not runnable (0 where it answered within IN_CALL_NS: it ran Python; a
+ * schedstat read, the caller's, only for a late answer). */
+static long long blocked_since_ask(Tripper *t) {
+    long long elapsed = now_ns() - t->asked_ns;
+    if (elapsed < IN_CALL_NS || t->asked_wanted_ns < 0) {
+        return 0;
+    }
+    long long wanted_ns = wanted_now(t->watcher);
+    return wanted_ns < 0 ? 0 : Py_MAX(elapsed - (wanted_ns - t->asked_wanted_ns), 0);
+}
 
 /* The pending call a trip asks for: run by the main thread, the GIL held, as its interpreter next
  * checks for pending work (at a call's return, a loop's jump), so at the stack it had when asked. It
@@ -560,7 +588,8 @@ static int trip(void *unused) {
         return 0;
     }
     Watcher *w = t->watcher;
-    long long sampled_ns = t->asked_ns, wanted_ns = t->asked_wanted_ns;
+    long long seen_blocked_ns = blocked_since_ask(t);
+    Stamp stamp = {t->asked_ns, t->asked_wanted_ns};
     __atomic_store_n(&t->asked, 0, __ATOMIC_SEQ_CST); /* back in Python: asked again at the next wake */
     /* seen, or park() sees the ask answered; not in a child forked meanwhile, where no thread parks
      * and the lock may have been copied held */
@@ -570,16 +599,16 @@ static int trip(void *unused) {
     }
     PyThreadState *self = PyThreadState_Get();
     PyFrameObject *top = self->thread_id == w->ident ? PyThreadState_GetFrame(self) : NULL;
-    if (top == NULL) {
-        return 0;
+    if (top != NULL) { /* recorded with the total before this call's: that time is its run's */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (record(w, top, stamp) < 0) {
+            PyErr_Clear();
+        }
+        PyErr_Restore(type, value, traceback);
+        Py_DECREF(top);
     }
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    if (record(w, top, sampled_ns, wanted_ns) < 0) {
-        PyErr_Clear();
-    }
-    PyErr_Restore(type, value, traceback);
-    Py_DECREF(top);
+    w->seen_blocked_total_ns += seen_blocked_ns;
     return 0;
 }
 
@@ -681,13 +710,13 @@ static void stop_tripping(Tripper *t) {
     }
 }
 
-/* Reads the thread's stack here (the GIL held), as of `sampled_ns`; 1 where it has no frame (ended). */
-static int sample_here(Watcher *w, long long sampled_ns, long long wanted_ns) {
+/* Reads the thread's stack here (the GIL held), as of `stamp`; 1 where it has no frame (ended). */
+static int sample_here(Watcher *w, Stamp stamp) {
     PyFrameObject *top = innermost_frame(w->ident);
     if (top == NULL) {
         return 1;
     }
-    int failed = record(w, top, sampled_ns, wanted_ns);
+    int failed = record(w, top, stamp);
     Py_DECREF(top);
     return failed;
 }
@@ -710,18 +739,17 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
             return pop(w);
         }
         if (now_s() >= deadline || w->last.depth == 0) { /* the first wait reads the stack at once */
-            long long read_ns = now_ns(), changed_ns = read_ns;
+            long long read_ns = now_ns();
             if (wanted_ns < 0) {
                 wanted_ns = wanted_now(w);
             }
-            long long changed_wanted_ns = wanted_ns;
+            Stamp changed = {read_ns, wanted_ns};
             if (__atomic_load_n(&t->asked, __ATOMIC_ACQUIRE)) {
                 /* its call has not run (it cannot while the GIL is held here): a stack that changed did
-                 * so before the ask */
-                changed_ns = t->asked_ns;
-                changed_wanted_ns = t->asked_wanted_ns;
+                 * so before the ask (the call counts the time in a call when it runs) */
+                changed = (Stamp){t->asked_ns, t->asked_wanted_ns};
             }
-            int ended = sample_here(w, changed_ns, changed_wanted_ns);
+            int ended = sample_here(w, changed);
             if (ended < 0) {
                 return NULL;
             }
@@ -735,6 +763,7 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
             w->depth = w->kept = w->last.depth; /* the same stack: every frame kept, nothing read again */
             w->sampled_ns = read_ns;
             w->wanted_ns = wanted_ns;
+            w->seen_blocked_ns = w->seen_blocked_total_ns;
             return returned(w, &w->last);
         }
         w->held_ns += (long long)((now_s() - w->took_s) * 1e9);
@@ -858,6 +887,10 @@ static PyMemberDef watcher_members[] = {
      "when (time.monotonic_ns()) the sample that returned last was taken, before the wait for the GIL: "
      "the caller's event may open later"},
     {"depth", T_PYSSIZET, offsetof(Watcher, depth), READONLY, "frames of the stack returned last"},
+    {"seen_blocked_ns", T_LONGLONG, offsetof(Watcher, seen_blocked_ns), READONLY,
+     "as of the sample returned last, a tripping Watcher's total of the times (ns) it found its thread "
+     "blocked in a call (an ask answered over 0.1 ms late, less the thread's time on a CPU or runnable "
+     "meanwhile), each counted with the run of the stack read then; 0 for other Watchers"},
     {"held_ns", T_LONGLONG, offsetof(Watcher, held_ns), READONLY,
      "how long (ns) the calling thread held the GIL from its first wait up to its latest release of it"},
     {"key", T_OBJECT, offsetof(Watcher, key), READONLY,

@@ -30,7 +30,11 @@ Contract:
   ``max_event_s`` old, when it is reopened at once with the same stack. Events never overlap.
   ``cpu_ns`` is the sampled thread's CPU time at the sample (-1 where unknown): an event closes with
   the CPU time its thread used during the run (``event.set_metadata(py_cpu_us=...)``), which tells a
-  thread running Python from one blocked on that line (a sleep, a queue, a read).
+  thread running Python from one blocked on that line (a sleep, a queue, a read). ``seen_blocked_ns``
+  is the sampler's total of the times it found the thread blocked in a call (a sleep, a read, a wait)
+  at a sample: an event closes with its growth over the run (``py_seen_blocked_us``, where it grew),
+  which tells a line whose call blocks from one the thread was off the CPUs at, unseen, between two
+  samples.
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ from types import CodeType
 from dataclasses import dataclass
 from typing import Protocol
 
-from xlaprof.xspace.vocabulary import PY_CPU_STAT
+from xlaprof.xspace.vocabulary import PY_CPU_STAT, PY_SEEN_BLOCKED_STAT
 
 _UNSAFE = str.maketrans({c: "?" for c in ",#'\""})
 _OPENER_OF = {")": "(", "]": "[", "}": "{"}
@@ -192,24 +196,33 @@ class RunWriter:
         self._event: Event | None = None
         self._stack: Stack | None = None
         self._opened_s = 0.0
-        self._opened_cpu_ns = self._cpu_ns = -1
+        self._opened_clocks = self._clocks = (-1, 0)
 
-    def sample(self, now_s: float, stack: Stack, cpu_ns: int = -1, lag_us: float = 0.0) -> None:
+    def sample(self, now_s: float, stack: Stack, cpu_ns: int = -1, lag_us: float = 0.0, seen_blocked_ns: int = 0) -> None:
+        clocks = (cpu_ns, seen_blocked_ns)
         if self._event is not None:
             if stack is self._stack and now_s - self._opened_s < self._max_event_s:
-                self._cpu_ns = cpu_ns
+                self._clocks = clocks
                 return
-            self.close(cpu_ns)
+            self._close(clocks)
         self._event = self._open_event(stack, lag_us)
         self._stack, self._opened_s = stack, now_s
-        self._opened_cpu_ns = self._cpu_ns = cpu_ns
+        self._opened_clocks = self._clocks = clocks
 
-    def close(self, cpu_ns: int | None = None) -> None:
-        """Close the open event; ``cpu_ns``: the thread's CPU time now (default: at the last sample)."""
+    def close(self) -> None:
+        """Close the open event, with the clocks of its last sample."""
+        self._close(self._clocks)
+
+    def _close(self, clocks: tuple[int, int]) -> None:
         event, self._event, self._stack = self._event, None, None
         if event is None:
             return
-        end_ns = self._cpu_ns if cpu_ns is None else cpu_ns
-        if self._opened_cpu_ns >= 0 and end_ns >= self._opened_cpu_ns:
-            event.set_metadata(**{PY_CPU_STAT: round((end_ns - self._opened_cpu_ns) / 1000)})
+        (cpu_from, blocked_from), (cpu_to, blocked_to) = self._opened_clocks, clocks
+        stats = {}
+        if 0 <= cpu_from <= cpu_to:
+            stats[PY_CPU_STAT] = round((cpu_to - cpu_from) / 1000)
+        if blocked_to - blocked_from >= 1000:  # most runs were never seen blocked: no stat
+            stats[PY_SEEN_BLOCKED_STAT] = round((blocked_to - blocked_from) / 1000)
+        if stats:
+            event.set_metadata(**stats)
         event.__exit__(None, None, None)

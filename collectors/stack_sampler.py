@@ -28,7 +28,9 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   py_thread_name, py_lag_us (how long after the C loop read the stack the event opened: the emitter
   may wait for the GIL or a core) and py_stack, and, as it closes, py_cpu_us: the time the thread
   was on a CPU or runnable during the run (running Python, or wanting to while a loaded host gave
-  its core to another thread), against being blocked on the run's line (a sleep, a queue, a read). It ends,
+  its core to another thread), against being blocked on the run's line (a sleep, a queue, a read),
+  and for the main thread py_seen_blocked_us, the time its asks found it blocked in a call of the
+  run's stack (answered late, off the CPUs), where they did. It ends,
   closing its open event, when its thread ends, when recording stops, or at ``flush()`` (within
   ``REFRESH_S``; the main thread's emitter records the samples its loop queued first, while the
   capture records: a capture that stops by itself loses those of its last ``REFRESH_S``).
@@ -216,7 +218,7 @@ def _record(frames, watcher, reader: StackReader, writer: RunWriter) -> StackRea
         _warn_once("read", "xlaprof: the stack sampler skipped a sample it could not read: %r", exc)
         return StackReader()
     lag_us = max(0, time.monotonic_ns() - watcher.sampled_ns) / 1000
-    writer.sample(time.perf_counter(), stack, watcher.wanted_ns, lag_us)
+    writer.sample(time.perf_counter(), stack, watcher.wanted_ns, lag_us, watcher.seen_blocked_ns)
     return reader
 
 

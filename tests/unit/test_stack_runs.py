@@ -175,11 +175,24 @@ def test_a_run_records_its_sample_lag_and_the_cpu_time_its_thread_used():
     for now, stack, cpu_ns, lag in ((0.0, a, 1_000_000, 40.0), (0.001, a, 1_900_000, 5.0), (0.002, b, 2_000_000, 7.0)):
         recorder.now = now
         writer.sample(now, stack, cpu_ns, lag)
-    writer.close(2_000_500)
+    writer.close()
     assert recorder.lags == [40.0, 7.0]  # each event's own lag, at its open
-    # a ran 1 ms of CPU until b was seen; b 0.5 us until the close.
+    # a ran 1 ms of CPU until b was seen; b none up to its last sample, where the close leaves it.
     assert recorder.stats == [("x.py:1 f", {"py_cpu_us": 1000}), ("x.py:2 f", {"py_cpu_us": 0})]
     writer = RunWriter(recorder.open, max_event_s=0.1)
     writer.sample(0.0, a)  # CPU clock unknown: no CPU time recorded
     writer.close()
     assert len(recorder.stats) == 2
+
+
+def test_a_run_records_the_time_its_thread_was_found_in_a_call():
+    recorder, a, b = Recorder(), Stack("x.py:1 f", "x.py:1 f"), Stack("x.py:2 f", "x.py:2 f")
+    writer = RunWriter(recorder.open, max_event_s=0.1)
+    # (time, stack, the sampler's total of the times it found the thread in a call)
+    for now, stack, in_call in ((0.0, a, 5_000), (0.001, a, 3_005_000), (0.002, b, 4_005_000), (0.003, a, 4_005_000)):
+        recorder.now = now
+        writer.sample(now, stack, 0, 0.0, in_call)
+    writer.close()
+    # a's run grew the total by 4 ms (up to b's first sample); b's by none: no stat
+    assert recorder.stats == [("x.py:1 f", {"py_cpu_us": 0, "py_seen_blocked_us": 4000}), ("x.py:2 f", {"py_cpu_us": 0}),
+                              ("x.py:1 f", {"py_cpu_us": 0})]

@@ -517,6 +517,29 @@ def test_the_tripping_thread_parks_at_its_first_look_at_a_blocked_thread():
     assert 0.5 <= pending / blocks < 1.5, pending / blocks
 
 
+def test_a_tripping_watcher_counts_the_time_it_found_the_thread_blocked_with_that_calls_run():
+    """The main thread asleep in a call, then running Python, in turn: the time the watcher found it
+    blocked in a call (an ask answered late, the thread off the CPUs meanwhile) goes to the run of the
+    sleep's line; none to the Python's, where a thread kept from its core answers late too."""
+    names = {function.__code__: function.__name__ for function in (_asleep_for, _python_for)}
+    blocked = {name: 0 for name in names.values()}
+    last = []
+
+    def on_sample(watcher, stack):
+        if last and last[0] is not None:  # the run from the last sample to this one
+            blocked[last[0]] += watcher.seen_blocked_ns - last[1]
+        last[:] = [next((names[c] for c, _ in stack or () if c in names), None), watcher.seen_blocked_ns]
+
+    blocks = 20
+    with tripping_the_main_thread(on_sample):
+        for _ in range(blocks):
+            _python_for(0.005)
+            _asleep_for(0.01)
+        _python_for(0.03)
+    assert blocked["_asleep_for"] >= 0.3 * blocks * 0.01 * 1e9, blocked
+    assert blocked["_python_for"] <= 0.05 * blocked["_asleep_for"], blocked
+
+
 def test_one_watcher_trips_the_main_thread_at_a_time():
     main = threading.main_thread()
     first = Watcher(main.ident, main.native_id, PERIOD_S, 0.0005, 0.008, trips=True)

@@ -91,6 +91,26 @@ def test_a_span_open_around_a_blocked_thread_does_not_make_it_tracing(tmp_path):
 
 
 SLEEP = f"{MAIN}\n/work/train.py:25 step"  # time.sleep, a C function: the sampler shows the line calling it
+LIBRARY = "/venv/lib/python3.11/site-packages/transformers/utils/generic.py"
+
+
+@pytest.mark.parametrize("seen_there, cause", [(False, "host_tracing"), (True, "host_blocked")])
+def test_time_off_the_cpus_at_a_line_never_found_in_a_call_is_not_that_lines_block(tmp_path, seen_there, cause):
+    """The training thread sleeps [100, 120] in a call the sampler found it in (its sampler tells
+    calls), then is off the CPUs through [120, 850] at a library's line of its forward. Where the
+    sampler never found it in a call at that line (it ran Python there at each sample, and slept
+    between two samples past it: the runtime's wait, in a call the next sample no longer showed),
+    that time is not the line's block: tracing. Where it did, the line blocks: host_blocked."""
+    builder, host = frame()
+    host.line("python", line_id=1).event("SyncTensorsGraphInternal", 860, 30)
+    stacks = {"main": MAIN, "sleep": SLEEP, "lib": f"{MAIN}\n{LIBRARY}:468 __post_init__"}
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 120, "sleep"), (120, 850, "lib"),
+                                                    (850, 1000, "main")],
+                      stacks=stacks, cpu_share={"main": 1.0, "sleep": 0.0, "lib": 0.01},
+                      call_share={"sleep": 1.0, **({"lib": 0.5} if seen_there else {})})
+    costs = line_costs(report(tmp_path, builder))
+    assert costs[("/work/train.py:25", "host_blocked")] == pytest.approx(20.0)
+    assert costs[(f"{LIBRARY}:468", cause)] == pytest.approx(730.0 if cause == "host_tracing" else 730.0 * 0.99, abs=1.0)
 
 
 def line_costs(out: dict) -> dict[tuple[str, str], float]:

@@ -125,12 +125,15 @@ PY_THREAD_STAT = "py_thread"  # the host line id of the sampled thread (its Trac
 PY_THREAD_NAME_STAT = "py_thread_name"  # the sampled thread's threading name ("MainThread", ...)
 PY_CPU_STAT = "py_cpu_us"  # time the sampled thread was on a CPU or runnable during the run (absent: unknown)
 PY_LAG_STAT = "py_lag_us"  # the run began this long before its event opened (absent: 0)
+# Time in the run the sampler found the thread blocked in a call of the run's stack (absent: none).
+PY_SEEN_BLOCKED_STAT = "py_seen_blocked_us"
 # The Python call of a blocking read (collectors/read_calls.py): an event on the reading thread around
 # the op that reads (its TransferFromDevice nests in it), with the caller's stack in the sampler's format.
 READ_CALL_EVENT = "xlaprof::read"  # "::": a runtime event, never a user span
 PY_READ_STACK_STAT = "py_read_stack"
 STACK_LINE_PREFIX = "py "  # name of an emitter's line
-STACK_SAMPLE_STATS = frozenset({PY_STACK_STAT, PY_THREAD_STAT, PY_THREAD_NAME_STAT, PY_CPU_STAT, PY_LAG_STAT})
+STACK_SAMPLE_STATS = frozenset({PY_STACK_STAT, PY_THREAD_STAT, PY_THREAD_NAME_STAT, PY_CPU_STAT, PY_LAG_STAT,
+                                PY_SEEN_BLOCKED_STAT})
 STAT_KEYS_TO_READ = frozenset({SOURCE_STAT, STEP_NUM_STAT, GRAPH_HASH_STAT, PY_STACK_STAT, PY_READ_STACK_STAT})
 # Integer stats the reader keeps column-wise for every host event carrying them (see events.IntColumn).
 INT_STAT_COLUMNS = frozenset({PROGRAM_ID_STAT})

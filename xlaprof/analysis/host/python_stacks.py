@@ -28,8 +28,12 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
 - ``blocked_us``: per run, the time its thread was blocked on the run's line (a sleep, a queue, a
   read): the run's time less the sampler's ``py_cpu_us`` (the time the thread was on a CPU, or
   runnable and waiting for one on a loaded host; captures made before the sampler counted the
-  run-queue wait count CPU time only), where that is at least ``WOKEN_SHARE`` of the run; the rest of
-  the run it was running Python. A run off the CPUs less than that ran Python and waited now and then
+  run-queue wait count CPU time only), where that is at least ``WOKEN_SHARE`` of the run and the
+  run's line can block (``blocks_here``: its thread's sampler found the thread blocked in a call at
+  that line somewhere in the capture, the stack waits for another thread, or the sampler does not
+  tell; ``seen_blocked_us``, per run, the time it found the thread blocked in calls, NaN where it does
+  not tell); the rest of the run it was running Python. A run off the CPUs less than that ran Python
+  and waited now and then
   (for the GIL another thread held, a lock): 0. Runs recorded without CPU times (older captures)
   count as running throughout. ``off_cpu_us``: the run's time off the CPUs, whatever its share.
   ``waits_for_others_us(line)``: per run of ``line``, its thread's time off the CPUs where that was a
@@ -97,6 +101,9 @@ class StackSamples:
     stack: np.ndarray  # int64: index into stacks
     thread_names: dict[int, str] = field(default_factory=dict)  # host line -> Python thread name
     cpu_us: np.ndarray | None = None  # float64: CPU time of the run's thread during it, NaN where unknown
+    # float64: time the sampler found the run's thread blocked in a call of its stack (0: none); NaN
+    # where the run's thread's sampler does not tell (older captures, threads other than the main one)
+    seen_blocked_us: np.ndarray | None = None
     # host line -> sorted times at which that thread provably left the line it was on (a sync
     # returned, a span began): given by host_activity, used to spot a run the sampler saw late
     moved_on: dict[int, np.ndarray] = field(default_factory=dict)
@@ -109,6 +116,8 @@ class StackSamples:
     def __post_init__(self) -> None:
         if self.cpu_us is None:
             self.cpu_us = np.full(self.start.size, np.nan)
+        if self.seen_blocked_us is None:
+            self.seen_blocked_us = np.full(self.start.size, np.nan)
         if self.start.size:
             bounds = np.flatnonzero(np.diff(self.line)) + 1
             for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, self.start.size]):
@@ -127,7 +136,23 @@ class StackSamples:
     @cached_property
     def blocked_us(self) -> np.ndarray:
         off = self.off_cpu_us
-        return np.where(off >= WOKEN_SHARE * (self.end - self.start), off, 0.0)
+        return np.where((off >= WOKEN_SHARE * (self.end - self.start)) & self.blocks_here, off, 0.0)
+
+    @cached_property
+    def blocks_here(self) -> np.ndarray:
+        """Per run, whether its time off the CPUs can be its own line's blocking call: its stack waits
+        for another thread (a queue's get), or the sampler found the thread blocked in a call at the
+        run's innermost line somewhere in the capture (``seen_blocked_us``: a sleep, a read, a wait
+        it asked a sample in), or its thread's sampler does not tell. A line the thread was only ever
+        seen running Python at was not blocked at itself: the thread slept between two samples past
+        it (the sampler backed off on a busy host, 4-8 ms apart), in a call its next sample no longer
+        showed (``moe_batched``'s training thread, 3-5 ms at lines of transformers' forward before
+        each ``loss.backward()``, in PJRT's release of the last step's buffers), which is the
+        runtime at work."""
+        located = [s.frames[-1].location if s.frames else "" for s in self.stacks] + [""]
+        seen = {located[k] for k in self.stack[self.seen_blocked_us > 0].tolist()}
+        at_seen = np.array([where in seen for where in located], bool)
+        return np.isnan(self.seen_blocked_us) | at_seen[self.stack] | self.waiting[self.stack]
 
     def waits_for_others_us(self, line: int) -> np.ndarray:
         """Per run of ``line``: its thread's time off the CPUs where, meanwhile, the process's other
@@ -390,13 +415,14 @@ def _sample_runs(plane: Plane, texts: dict, interned: dict[str, int], main_line:
     names = [stat_text(thread_names.get(r, "")) for r in rows.tolist()]
     line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
                      for r, name in zip(rows.tolist(), names)], np.int32)
-    cpu_column, lag_column = plane.stats.column(vocabulary.PY_CPU_STAT), plane.stats.column(vocabulary.PY_LAG_STAT)
-    cpu = np.array([_number(cpu_column.get(r)) for r in rows.tolist()], np.float64)
-    lag = np.nan_to_num(np.array([_number(lag_column.get(r)) for r in rows.tolist()], np.float64))
+    cpu, lag, seen_blocked = (_numbers(plane, stat, rows) for stat in
+                              (vocabulary.PY_CPU_STAT, vocabulary.PY_LAG_STAT, vocabulary.PY_SEEN_BLOCKED_STAT))
+    lag = np.nan_to_num(lag)
     opened = plane.events.start_us[rows]
     start, end = opened - np.maximum(lag, 0.0), opened + plane.events.dur_us[rows]
     order = np.lexsort((start, line))
-    line, start, end, stack, cpu = line[order], start[order], end[order], stack[order], cpu[order]
+    line, start, end, stack, cpu, seen_blocked = (values[order] for values in
+                                                  (line, start, end, stack, cpu, seen_blocked))
     # A run ends where the thread's next one began (its sample, not its later event).
     same_thread = line[1:] == line[:-1]
     end[:-1][same_thread] = np.minimum(end[:-1][same_thread], np.maximum(start[1:][same_thread],
@@ -405,8 +431,12 @@ def _sample_runs(plane: Plane, texts: dict, interned: dict[str, int], main_line:
     heads = np.flatnonzero(keep)
     run_end = np.maximum.reduceat(end, heads) if keep.size else end
     run_cpu = np.add.reduceat(cpu, heads) if keep.size else cpu  # NaN where a sample's is unknown
+    # A thread whose sampler tells (the main thread's) has the stat on some run; its other runs saw none.
+    seen_blocked, telling = np.nan_to_num(seen_blocked), np.isin(line, np.unique(line[~np.isnan(seen_blocked)]))
+    run_seen_blocked = np.add.reduceat(seen_blocked, heads) if keep.size else seen_blocked
     by_line = {int(ln): nm for ln, nm in zip(line.tolist(), (names[i] for i in order.tolist())) if nm}
-    return StackSamples([], line[keep], start[keep], run_end, stack[keep], by_line, run_cpu)
+    return StackSamples([], line[keep], start[keep], run_end, stack[keep], by_line, run_cpu,
+                        seen_blocked_us=np.where(telling[keep], run_seen_blocked, np.nan))
 
 
 def _marked_read_calls(plane: Plane, texts: dict, interned: dict[str, int]) -> ReadCalls:
@@ -417,6 +447,12 @@ def _marked_read_calls(plane: Plane, texts: dict, interned: dict[str, int]) -> R
     rows = rows[order]
     return ReadCalls(line[order], start[order], start[order] + plane.events.dur_us[rows],
                      _interned(texts, rows, interned))
+
+
+def _numbers(plane: Plane, stat: str, rows: np.ndarray) -> np.ndarray:
+    """The stat ``stat`` of each event of ``rows`` as a number, NaN where absent or not one."""
+    column = plane.stats.column(stat)
+    return np.array([_number(column.get(r)) for r in rows.tolist()], np.float64)
 
 
 def _number(value) -> float:
