@@ -198,7 +198,8 @@ class RunWriter:
         self._opened_s = 0.0
         self._opened_clocks = self._clocks = (-1, 0)
 
-    def sample(self, now_s: float, stack: Stack, cpu_ns: int = -1, lag_us: float = 0.0, seen_blocked_ns: int = 0) -> None:
+    def sample(self, now_s: float, stack: Stack, cpu_ns: int = -1, lag_us: float = 0.0,
+               seen_blocked_ns: int = 0) -> None:
         clocks = (cpu_ns, seen_blocked_ns)
         if self._event is not None:
             if stack is self._stack and now_s - self._opened_s < self._max_event_s:

@@ -95,10 +95,10 @@ LIBRARY = "/venv/lib/python3.11/site-packages/transformers/utils/generic.py"
 
 
 @pytest.mark.parametrize("seen_there, cause", [(False, "host_tracing"), (True, "host_blocked")])
-def test_time_off_the_cpus_at_a_line_never_found_in_a_call_is_not_that_lines_block(tmp_path, seen_there, cause):
-    """The training thread sleeps [100, 120] in a call the sampler found it in (its sampler tells
-    calls), then is off the CPUs through [120, 850] at a library's line of its forward. Where the
-    sampler never found it in a call at that line (it ran Python there at each sample, and slept
+def test_time_off_the_cpus_at_a_line_never_found_blocked_is_not_that_lines_block(tmp_path, seen_there, cause):
+    """The training thread sleeps [100, 120] in a call the sampler found it blocked in (its sampler
+    tells), then is off the CPUs through [120, 850] at a library's line of its forward. Where the
+    sampler never found it blocked at that line (it ran Python there at each sample, and slept
     between two samples past it: the runtime's wait, in a call the next sample no longer showed),
     that time is not the line's block: tracing. Where it did, the line blocks: host_blocked."""
     builder, host = frame()

@@ -33,9 +33,8 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   that line somewhere in the capture, the stack waits for another thread, or the sampler does not
   tell; ``seen_blocked_us``, per run, the time it found the thread blocked in calls, NaN where it does
   not tell); the rest of the run it was running Python. A run off the CPUs less than that ran Python
-  and waited now and then
-  (for the GIL another thread held, a lock): 0. Runs recorded without CPU times (older captures)
-  count as running throughout. ``off_cpu_us``: the run's time off the CPUs, whatever its share.
+  and waited now and then (for the GIL another thread held, a lock): 0. Runs recorded without CPU
+  times (older captures) count as running throughout. ``off_cpu_us``: the run's time off the CPUs, whatever its share.
   ``waits_for_others_us(line)``: per run of ``line``, its thread's time off the CPUs where that was a
   wait for the GIL the process's other sampled Python threads held (see the method), else 0.
   ``runs_on(line)``: the runs of one host line as (start, end, stack, blocked_us) arrays.
