@@ -64,11 +64,11 @@
  * CPUs at, unseen; a thread kept from its core on a busy host answers late too, runnable). At
  * timeout_s a wait reads the stack itself: where a call is still pending, the stack has not moved
  * since the ask (the call would have run first), and a change is stamped then; an unchanged stack is
- * returned again, stamped when read. A sample dropped as the ring was full leaves the next one with no kept frame. close() stops
- * the tripping thread (a wait starts it again); one Watcher at a time trips the main thread
- * (another one's wait raises RuntimeError until it is closed). The interpreter's flag is set only
- * while the main thread holds the GIL: the process's other Python threads, running while it is in a
- * long C call, do not find it set for nothing.
+ * returned again, stamped when read. A sample dropped as the ring was full leaves the next one with
+ * no kept frame. close() stops the tripping thread (a wait starts it again); one Watcher at a time
+ * trips the main thread (another one's wait raises RuntimeError until it is closed). The
+ * interpreter's flag is set only while the main thread holds the GIL: the process's other Python
+ * threads, running while it is in a long C call, do not find it set for nothing.
  *
  * stack_key(frame) is the identity of `frame`'s stack as bytes: each frame's code object (its
  * address) and last instruction, innermost first. Equal keys are the same stack, line for line, while

@@ -353,12 +353,12 @@ def sampled_stacks(script: str = "train.py") -> dict[str, str]:
 
 def add_stack_samples(host: PlaneBuilder, *, thread_line_id: int, runs: list[tuple[float, float, str]],
                       stacks: dict[str, str], cpu_share: dict[str, float] | None = None,
-                      call_share: dict[str, float] | None = None) -> None:
+                      blocked_share: dict[str, float] | None = None) -> None:
     """Sampler events on an emitter line: ``runs`` are (start, end, key into ``stacks``); the
     innermost run at each time wins (a step run holds the forward and read runs inside it), cut
     where the stack changes, as the sampler does. ``cpu_share``: per key, the share of each event's
     time its thread spent on a CPU (the sampler's ``py_cpu_us``); keys without one record none.
-    ``call_share``: likewise, the share the sampler found the thread in a call (``py_seen_blocked_us``)."""
+    ``blocked_share``: likewise, the share the sampler found it blocked in a call (``py_seen_blocked_us``)."""
     emitter = host.line(f"{vocabulary.STACK_LINE_PREFIX}MainThread")
     bounds = sorted({b for start, end, _ in runs for b in (start, end)})
     for left, right in zip(bounds, bounds[1:]):
@@ -367,7 +367,7 @@ def add_stack_samples(host: PlaneBuilder, *, thread_line_id: int, runs: list[tup
             key = min(holding)[1]
             stack = stacks[key]
             shares = {stat: share[key] for stat, share in ((vocabulary.PY_CPU_STAT, cpu_share or {}),
-                                                            (vocabulary.PY_SEEN_BLOCKED_STAT, call_share or {}))
+                                                            (vocabulary.PY_SEEN_BLOCKED_STAT, blocked_share or {}))
                       if key in share}
             emitter.event(stack.rsplit("\n", 1)[-1].rsplit("/", 1)[-1], left, right - left, **{
                 vocabulary.PY_STACK_STAT: stack, vocabulary.PY_THREAD_STAT: thread_line_id,

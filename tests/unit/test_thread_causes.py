@@ -107,7 +107,7 @@ def test_time_off_the_cpus_at_a_line_never_found_blocked_is_not_that_lines_block
     add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 120, "sleep"), (120, 850, "lib"),
                                                     (850, 1000, "main")],
                       stacks=stacks, cpu_share={"main": 1.0, "sleep": 0.0, "lib": 0.01},
-                      call_share={"sleep": 1.0, **({"lib": 0.5} if seen_there else {})})
+                      blocked_share={"sleep": 1.0, **({"lib": 0.5} if seen_there else {})})
     costs = line_costs(report(tmp_path, builder))
     assert costs[("/work/train.py:25", "host_blocked")] == pytest.approx(20.0)
     assert costs[(f"{LIBRARY}:468", cause)] == pytest.approx(730.0 if cause == "host_tracing" else 730.0 * 0.99, abs=1.0)
