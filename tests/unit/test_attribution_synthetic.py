@@ -11,11 +11,13 @@ import sys
 
 import pytest
 
+from tests.support.hlo_builder import ModuleBuilder
 from tests.support.synthetic import XSpaceBuilder, training_capture, write_session
 from xlaprof.analysis import analyze
 from xlaprof.report import analysis_json
 from xlaprof.report.json_report import gap_rows
 from xlaprof.session import Session
+from xlaprof.xspace import vocabulary
 
 STEP, FWD, LOG = "train.py:10", "train.py:20", "train.py:30"
 TTD = "PjRtComputationClient::TransferToDevice"
@@ -27,8 +29,11 @@ def causes(**us: float) -> dict[str, float]:
     return {cause: pytest.approx(us.get(cause, 0.0), abs=1e-6) for cause in CAUSES}
 
 
-def tpu_capture(host: list[tuple], devices: list[list[tuple[float, float]]], window_us: float = 1000.0) -> bytes:
-    """``host``: (name, start, dur, stats) on the ``python`` line; ``devices``: busy (start, end)."""
+def tpu_capture(host: list[tuple], devices: list[list[tuple]], window_us: float = 1000.0,
+                programs: dict[int, bytes] | None = None) -> bytes:
+    """``host``: (name, start, dur, stats) on the ``python`` line; ``devices``: busy (start, end), or
+    (start, end, program id) for a run of one of ``programs`` (id -> its HloProto, recorded in the
+    capture's metadata)."""
     builder = XSpaceBuilder()
     builder.task_environment(window_us)
     python = builder.plane("/host:CPU").line("python")
@@ -36,8 +41,12 @@ def tpu_capture(host: list[tuple], devices: list[list[tuple[float, float]]], win
         python.event(name, start, dur, **stats)
     for d, busy in enumerate(devices):
         modules = builder.plane(f"/device:TPU:{d}").line("XLA Modules")
-        for start, end in busy:
-            modules.event("SyncTensorsGraph.1", start, end - start)
+        for start, end, *program in busy:
+            modules.event(f"SyncTensorsGraph.1({program[0]})" if program else "SyncTensorsGraph.1", start, end - start)
+    if programs:
+        metadata = builder.plane(vocabulary.METADATA_PLANE)
+        for program_id, hlo in programs.items():
+            metadata.metadata_event(program_id, f"SyncTensorsGraph.1({program_id})", **{vocabulary.HLO_PROTO_STAT: hlo})
     return builder.to_bytes()
 
 
@@ -195,6 +204,45 @@ def test_a_read_is_charged_at_most_its_blocked_time(tmp_path):
                     (pytest.approx(200), pytest.approx(100), "transfer_from_device"),
                     (pytest.approx(400), pytest.approx(150), "transfer_from_device"),
                     (pytest.approx(550), pytest.approx(250), "host_tracing")]
+
+
+def _graph(program_id: int, batch: int, update: bool) -> bytes:
+    """A forward's HLO (``batch`` rows), and with ``update`` the weight update after it."""
+    b = ModuleBuilder(f"SyncTensorsGraph.{program_id}", program_id)
+    x, w = b.parameter(0, "f32", (batch, 256)), b.parameter(1, "f32", (256, 64))
+    h = b.fusion("relu_fusion", "kLoop", "f32", (batch, 64), [b.op("dot.1", "dot", "f32", (batch, 64), [x, w])],
+                 ["maximum"])
+    loss = b.op("reduce.1", "reduce", "f32", (batch,), [h])  # per-row losses
+    if update:
+        return b.to_bytes([loss, b.op("subtract.1", "subtract", "f32", (256, 64), [w, w])])
+    return b.to_bytes([loss])
+
+
+# EARLY_HOST, the read's sync dispatching program 1 (its run [300, 400]), the step's sync at 790
+# program 2 (its run [800, 1000]). Where program 2 computes program 1's work again (the read synced
+# its loss alone: the step's graph reruns the forward), the read's 100 us of device time are not idle
+# time it adds: rule 2 gives G2 150 - 100 = 50 us, and the 100 us are device time the read added.
+# Where program 2 is other work (another batch size), the read is charged as before.
+PROGRAM_HOST = EARLY_HOST + [
+    ("PjRtComputationClient::ExecuteComputation", 290, 2, {}),
+    ("PjRtComputationClient::ExecuteComputation", 790, 2, {}),
+]
+
+
+@pytest.mark.parametrize("step_batch, rerun", [(32, 100.0), (48, 0.0)])
+def test_a_read_whose_graph_the_step_runs_again_is_charged_its_blocked_time_less_that_device_time(
+        tmp_path, step_batch, rerun):
+    capture = tpu_capture(PROGRAM_HOST, [[(0, 100), (300, 400, 1), (800, 1000, 2)]],
+                          programs={1: _graph(1, 32, update=False), 2: _graph(2, step_batch, update=True)})
+    result = analyze(Session.load(write_session(str(tmp_path), "rerun", {"host3_9012": capture})))
+    out = analysis_json(result)
+    assert out["transfers_from_device"]["blocked_us"] == pytest.approx(250)
+    assert out["idle_by_cause_us"] == causes(transfer_from_device=250 - rerun, host_tracing=350 + rerun)
+    assert result.reads.busy_added_us == pytest.approx(rerun)
+    (reading,) = [f for f in result.findings if f.kind.value == "transfer_from_device"]
+    assert reading.cost_us == pytest.approx(250)  # idle charged + device time added
+    assert result.reads.rerun_us == pytest.approx(rerun)
+    assert ("early graphs' device work again" in reading.detail) == bool(rerun), reading.detail
 
 
 def test_cpu_device_layout(tmp_path):

@@ -69,7 +69,7 @@ def _floats_under_us(value, time=False):
 
 def test_the_report_is_versioned_rounded_and_valid_against_the_published_schema(tmp_path):
     report, _ = _pod_report(tmp_path)
-    assert list(report)[0] == "schema_version" and report["schema_version"] == SCHEMA_VERSION == "2.7"
+    assert list(report)[0] == "schema_version" and report["schema_version"] == SCHEMA_VERSION == "2.8"
     jsonschema.validate(json.loads(json.dumps(report)), schema("analysis"))
     times = list(_floats_under_us(report))
     assert len(times) > 100 and all(t == round(t, 3) for t in times)

@@ -155,6 +155,21 @@ def test_a_sleep_the_sampler_saw_late_after_a_sync_is_blocked_not_the_syncs_work
     assert line_costs(out)[("/work/train.py:25", "host_blocked")] == pytest.approx(600.0)
 
 
+def test_time_off_the_cpus_no_longer_than_a_sync_it_ran_past_was_spent_in_that_sync(tmp_path):
+    """``torch_xla.sync()`` [100, 400], its run in the sync's stack lasting to 600 (the sampler saw the
+    next line late), 300 us of it off the CPUs: as long as the sync, in which the thread waited. The
+    thread ran on after the sync returned, so [400, 600] is the next lines' Python, not a block (in
+    proportion, 120 us of it were blocked)."""
+    builder, host = frame()
+    host.line("python", line_id=1).event("SyncLiveTensorsGraph", 100, 300)
+    sync = f"{MAIN}\n/work/train.py:24 step\n/venv/lib/python3.11/site-packages/torch_xla/torch_xla.py:80 sync"
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 100, "main"), (100, 600, "sync"), (600, 1000, "main")],
+                      stacks={"main": MAIN, "sync": sync}, cpu_share={"main": 1.0, "sync": 0.4})
+    out = report(tmp_path, builder)
+    assert out["idle_by_cause_us"]["host_blocked"] == pytest.approx(0.0)
+    assert out["idle_by_cause_us"]["host_tracing"] == pytest.approx(800.0)
+
+
 @pytest.mark.parametrize("loader_runs, blocked", [(True, 420.0), (False, 0.0)])
 def test_time_off_the_cpus_while_a_loader_thread_ran_python_is_blocked_even_in_torch(tmp_path, loader_runs, blocked):
     """The training thread in ``loss.backward()`` [100, 800] (in torch: the runtime at work) was off the

@@ -7,6 +7,13 @@ Contract:
 - ``HloModule.signature`` is the ``GraphSignature`` the recompile explainer compares: the entry
   computation's parameters and results (``Shape``), the instruction count over all computations,
   opcode counts, and the scalar constants with their source lines. Computed once, on first use.
+- ``HloModule.work`` is what the program computes, as a multiset: per (opcode, dtype, dims) of the
+  instructions of every computation (fused ones included) that compute values, how many, each
+  weighing its output's element count; the bookkeeping (parameters, constants, tuples, copies,
+  reshapes, broadcasts) and the calls that only hold other computations (fusion, call, while,
+  conditional) are left out. ``work_shared(a, b)`` is the share of ``a``'s weight that ``b`` computes
+  too, where ``b`` is a list of modules (an instruction of ``a`` is matched at most as many times as
+  one module of ``b`` holds it): the share of a graph's work that later graphs run again.
 - ``HloModule.instruction(name)`` finds an instruction of any computation by name (the names
   that op events carry; a ``.clone`` suffix of the CPU runtime's copies is ignored) as an
   ``Instruction``: opcode, category, shape, source line and call stack, and the proto itself.
@@ -28,6 +35,9 @@ from xlaprof.errors import BadProfileError
 from xlaprof.hlo import schema
 from xlaprof.hlo.source import Frames
 
+# Instructions that move, name or hold values rather than compute them: not a program's work.
+NOT_WORK = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "copy", "reshape", "broadcast",
+                      "fusion", "call", "while", "conditional", "after-all", "add-dependency"})
 CLONE_SUFFIX = ".clone"  # XLA:CPU runs some instructions as renamed copies, e.g. "fusion.1.clone"
 
 
@@ -160,6 +170,16 @@ class HloModule:
         return GraphSignature(shapes, tuple(self._frames.source(p.metadata) for p in parameters), result.flat,
                               count, dict(opcodes), tuple(constants), dict(sources))
 
+    @cached_property
+    def work(self) -> Counter[tuple]:
+        items: Counter[tuple] = Counter()
+        for computation in self.proto.computations:
+            for instruction in computation.instructions:
+                if instruction.opcode not in NOT_WORK:
+                    shape = instruction.shape
+                    items[instruction.opcode, shape.element_type, tuple(shape.dimensions)] += 1
+        return items
+
     def instruction(self, name: str) -> Instruction | None:
         found = self._by_name.get(name)
         if found is None and name.endswith(CLONE_SUFFIX):
@@ -201,6 +221,16 @@ class HloModule:
             if with_source:
                 return with_source[-1].metadata
         return proto.metadata
+
+
+def work_shared(a: HloModule, b: list[HloModule]) -> float:
+    """The share (0..1) of ``a.work``'s weight that one of ``b``'s modules computes too."""
+    total = shared = 0
+    for key, count in a.work.items():
+        weight = int(np.prod(key[2], dtype=np.int64)) if key[2] else 1
+        total += count * weight
+        shared += min(count, max((m.work.get(key, 0) for m in b), default=0)) * weight
+    return shared / total if total else 0.0
 
 
 def parse_module(data: bytes, program_id: int) -> HloModule:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-SCHEMA_VERSION = "2.7"
+SCHEMA_VERSION = "2.8"
 _TIME_DECIMALS = 3  # times (us) are rounded to ns
 SCHEMAS = ("analysis", "diff")
 _KEPT_WHOLE = frozenset({"session", "source_root"})  # keys whose paths are never made relative

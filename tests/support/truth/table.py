@@ -39,6 +39,10 @@
   (no baseline runs the same work without the reads), so the truth's read share is the range from
   the saving less that part to the whole saving, and the analysis is scored against the nearest
   point of it.
+- **The device time a read's partial graph costs again** (``rerun_against_arm``): the ExecuteTime
+  the blocks without reads saved over their pairs with reads (summed over the pairs counted), against
+  the analysis' ``read_reruns`` of the reads inside the blocks with reads: the reads' early graphs
+  whose work the step's graph ran again are what the device no longer runs without them.
 - **Reads and compiles by line**: ``LineTracer``'s counts per triggering line (the innermost line of
   the user's or a library's file executing when the counter moved), from the same steps run apart.
 ``score(report, truth, scored)`` -> ``Score``: per cause the analysis' (``scored``: of the truth's
@@ -160,6 +164,23 @@ def host_slowdown_share(scored, pairs: list[tuple[dict, dict]]) -> float:
     marked = np.median([outside_reads(w) - outside_reads(o) for w, o in pairs])
     clocked = np.median([working(w) - working(o) for w, o in pairs])
     return max(0.0, float(min(marked, clocked) / idle))
+
+
+def rerun_against_arm(scored, pairs: list[tuple[dict, dict]]) -> tuple[float, float, float]:
+    """(the analysis' ``read_reruns`` of the reads in the blocks with reads, the ExecuteTime the blocks
+    without reads saved over them, the blocks with reads' ExecuteTime), in microseconds, summed over
+    ``pairs``."""
+    from xlaprof.analysis.idle.read_reruns import read_reruns
+
+    predicted = 0.0
+    for worker in scored.analysed:
+        reads = worker.host.transfers_from_device
+        rerun = read_reruns(worker.programs, worker.hlo, reads, len(worker.devices)).sum(axis=0)
+        for block, _ in pairs:
+            lo, hi = _on_clock(_window_ns(block), worker)
+            predicted += float(rerun[(reads.start >= lo) & (reads.start < hi)].sum())
+    executed = lambda block: block["metrics"].get("execute_us", 0.0)  # noqa: E731
+    return predicted, sum(executed(w) - executed(o) for w, o in pairs), sum(executed(w) for w, _ in pairs)
 
 
 def _read_marks(worker) -> tuple[np.ndarray, np.ndarray]:

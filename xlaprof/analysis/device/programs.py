@@ -3,9 +3,9 @@
 Contract:
 - ``program_executions(devices, host)`` returns ``ProgramExecutions``: one row per program run
   of every device, column-wise: device index, start, duration, ``program`` id (-1 where the
-  capture does not say) and ``span``, the innermost user span on the training thread when the
-  host dispatched it (the latest dispatch event, ``vocabulary.DISPATCH``, starting before the
-  execution; the execution's own start without one). TPU/GPU: one run per module event (the
+  capture does not say), ``dispatch_us``, when the host dispatched it (the latest dispatch event,
+  ``vocabulary.DISPATCH``, starting before the execution; the execution's own start without one),
+  and ``span``, the innermost user span on the training thread then. TPU/GPU: one run per module event (the
   events behind ``DeviceTimeline.rows``), named "<module>(<program id>)". CPU device: one run per
   PjRt execute (``vocabulary.CPU_PROGRAM_RUN_EVENTS``, as many as torch_xla's ``ExecuteTime``
   count): its executor events, the nested executors of the intra-op pool's threads and the
@@ -46,6 +46,7 @@ class ProgramExecutions:
     dur_us: np.ndarray  # float64
     program: np.ndarray  # int64: program id, UNKNOWN where the capture does not say
     span: np.ndarray  # int64: dispatching user span (index into the host's SpanIndex), -1 where none
+    dispatch_us: np.ndarray  # float64: when the host dispatched it
 
     def __len__(self) -> int:
         return int(self.start_us.size)
@@ -68,12 +69,13 @@ def program_executions(devices: list[DeviceTimeline], host: HostActivity) -> Pro
             parts.append((np.full(start.size, d, np.int32), start, dur, program))
     if not parts:
         z = np.zeros(0)
-        return ProgramExecutions(np.zeros(0, np.int32), z, z, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return ProgramExecutions(np.zeros(0, np.int32), z, z, np.zeros(0, np.int64), np.zeros(0, np.int64), z)
     device, start, dur, program = (np.concatenate(c) for c in zip(*parts))
     del parts
     order = np.argsort(start, kind="stable")
     device, start, dur, program = device[order], start[order], dur[order], program[order]
-    return ProgramExecutions(device, start, dur, program, _dispatch_spans(host, start))
+    dispatch = _dispatch_times(host, start)
+    return ProgramExecutions(device, start, dur, program, host.spans_at(np.full(start.size, -1), dispatch), dispatch)
 
 
 def _device_runs(device: DeviceTimeline) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -145,16 +147,15 @@ def _cpu_programs(plane, rows: np.ndarray) -> np.ndarray:
     return program
 
 
-def _dispatch_spans(host: HostActivity, starts: np.ndarray) -> np.ndarray:
+def _dispatch_times(host: HostActivity, starts: np.ndarray) -> np.ndarray:
     plane = host.plane
     if plane is None or not starts.size:
-        return np.full(starts.size, -1, np.int64)
+        return starts.copy()
     dispatch = EventSet.of(plane, plane.rows_named(vocabulary.DISPATCH))
-    when = starts.copy()
-    if len(dispatch):
-        k = np.searchsorted(dispatch.start, starts, side="right") - 1
-        when = np.where(k >= 0, dispatch.start[np.maximum(k, 0)], starts)
-    return host.spans_at(np.full(starts.size, -1), when)
+    if not len(dispatch):
+        return starts.copy()
+    k = np.searchsorted(dispatch.start, starts, side="right") - 1
+    return np.where(k >= 0, dispatch.start[np.maximum(k, 0)], starts)
 
 
 def compile_programs(starts: np.ndarray, ends: np.ndarray, executions: ProgramExecutions,

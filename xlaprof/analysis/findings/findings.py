@@ -7,8 +7,9 @@ costliest; a cost without a line stays one per span) into ``Finding`` rows, adds
 CPU fallbacks from the worker metrics and the forced executions of the debug files, and returns
 them sorted by ``cost_us`` (device microseconds, summed over devices and workers), largest first:
 ``workers``, the workers it happened on (said in the detail where the session has several),
-``lost_us``, the idle time, and for reads ``busy_added_us``, the device time they added to the
-work running during them (``read_slowdown``; the line's reads, else the span's).
+``lost_us``, the idle time, and for reads ``busy_added_us``, the device time they added: to the
+work running during them (``read_slowdown``), and their early graphs' work that later graphs ran
+again (``read_reruns``), both said in the detail (the line's reads, else the span's).
 ``kind`` is a ``FindingKind``: the cause's name, or ``recompilation`` for compile time in a span
 that compiled several graphs, ``capture_edge`` for unexplained time at the capture's edges,
 ``cpu_fallback``, or ``forced_execution`` for the lines that torch_xla's debug file says forced an
@@ -52,7 +53,7 @@ class Finding:
     code: str | None = None  # the source line's text, when the file is readable here
     called_from: str | None = None  # the nearest frame above source in another file
     inside: tuple = ()  # call_sites.LibraryLine: for a finding at the user's call into a library, its lines
-    busy_added_us: float = 0.0  # reads: device time they added to the work running during them
+    busy_added_us: float = 0.0  # reads: device time they added (work during them slowed, or run again)
     spans: tuple[tuple[str | None, float], ...] = ()  # (span, idle us) per span the line's time fell in
     workers: tuple[str, ...] = ()  # the workers it happened on
 
@@ -126,7 +127,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
     where = _where(cost) + _on_workers(cost.workers, workers)
     span_key = cost.span or NO_SPAN
     span_keys = [span or NO_SPAN for span, _ in cost.spans] or [span_key]
-    kind, count, added = FindingKind(cost.cause.value), cost.pieces, 0.0
+    kind, count, added, rerun = FindingKind(cost.cause.value), cost.pieces, 0.0, 0.0
     if cost.cause is Cause.COMPILE:
         # Outside any span the place is the line (its own, or the library's behind the user's call).
         lines = [line.source for line in cost.inside] or [cost.source]
@@ -153,7 +154,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
             count = sum(line.pieces for line in cost.inside)
         else:
             count = reads.by_source.get(cost.source, 0) if cost.source else reads.by_span.get(span_key, 0)
-        added = _busy_added(cost, reads, span_key)
+        added, rerun = _by_line(cost, reads, span_key, "busy_added"), _by_line(cost, reads, span_key, "rerun")
         what = f"{count} blocking read(s) of device values"
     elif cost.cause is Cause.TRANSFER_TO_DEVICE:
         what = "host-to-device transfers"
@@ -178,8 +179,10 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
         detail = f"{line} ({what} {where}{caller}) left the device idle for {format_duration(cost.lost_us)}"
     else:
         detail = f"{what} {where} left the device idle for {format_duration(cost.lost_us)}"
-    if added:
-        detail += f"; the device work running during them took {format_duration(added)} longer"
+    if rerun:
+        detail += f"; later graphs ran {format_duration(rerun)} of their early graphs' device work again"
+    if added - rerun > 0:
+        detail += f"; the device work running during them took {format_duration(added - rerun)} longer"
     detail = detail.replace(" )", ")").replace("  ", " ")
     # Inside a library call, the advice fits its costliest line (the read that needs a value, say).
     advice = advice_for(kind, cost.stack + (cost.inside[0].source,), cost.inside[0].code, cost.in_data_loader) \
@@ -188,13 +191,15 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
                    cost.inside, added, cost.spans, cost.workers)
 
 
-def _busy_added(cost: CauseCost, reads: ReadSummary, span_key: str) -> float:
-    """The device time added by the reads behind a read finding: its lines', else its span's."""
+def _by_line(cost: CauseCost, reads: ReadSummary, span_key: str, figure: str) -> float:
+    """A device time of the reads behind a read finding (``figure``: "busy_added" or "rerun", as
+    ``ReadSummary`` has it by source and by span): its lines', else its span's."""
+    by_source, by_span = getattr(reads, f"{figure}_by_source"), getattr(reads, f"{figure}_by_span")
     if cost.inside:
-        return sum(reads.busy_added_by_source.get(line.source, 0.0) for line in cost.inside)
+        return sum(by_source.get(line.source, 0.0) for line in cost.inside)
     if cost.source:
-        return reads.busy_added_by_source.get(cost.source, 0.0)
-    return reads.busy_added_by_span.get(span_key, 0.0)
+        return by_source.get(cost.source, 0.0)
+    return by_span.get(span_key, 0.0)
 
 
 def _files(lines) -> str:

@@ -43,9 +43,11 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   thread, so it counts as running, until the call provably returned: a ``moved_on`` mark, a sync's or
   a read's end), each as merged (starts, ends). A run is split by its ``blocked_us``: blocked first,
   running after (a sleep returns, and the thread runs the lines after it until the next sample sees
-  them), not given whole to the cause of most of its time; the rest of a runtime run after its call
-  returned, in proportion. Time off the CPUs waiting for the GIL other sampled Python threads held
-  (``StackSamples.waits_for_others_us``) is blocked, in torch or not: the thread waited for them.
+  them), not given whole to the cause of most of its time; a runtime run whose call returned
+  inside it spent its time off the CPUs in that call first (a sync, a read: the thread waited there),
+  and only what exceeds the call's length is blocked after it returned. Time off the CPUs waiting
+  for the GIL other sampled Python threads held (``StackSamples.waits_for_others_us``) is blocked,
+  in torch or not: the thread waited for them.
 - ``moment_stacks``: the runs that name a moment of the training thread's time
   (``StackSamples.woken``: after a blocking call returned, the line the sampler saw next).
 """
@@ -201,7 +203,7 @@ class HostActivity:
         left = np.where(last > start, last, end)
         runtime_end = np.where(self.stacks.in_runtime[stack] & (for_others == 0), left, start)
         after = end - runtime_end
-        woke = runtime_end + blocked_us * after / np.maximum(end - start, 1e-9)
+        woke = runtime_end + np.minimum(after, np.maximum(blocked_us - (runtime_end - start), 0.0))
         blocked = woke > runtime_end
         return (intervals.merge(np.concatenate((start, woke)), np.concatenate((runtime_end, end))),
                 intervals.merge(runtime_end[blocked], woke[blocked]))

@@ -1,8 +1,8 @@
 """Attribute every microsecond of device idle time to one cause and the user span behind it.
 
-Contract: ``attribute(device, host, window)`` splits the device's idle gaps inside the window
-into ``GapPieces``, contiguous pieces each with exactly one ``Cause``; the pieces of a device
-add up to its idle time. The rules:
+Contract: ``attribute(device, device_index, host, causes, window, reruns)`` splits the device's idle
+gaps inside the window into ``GapPieces``, contiguous pieces each with exactly one ``Cause``; the
+pieces of a device add up to its idle time. The rules:
 
 1. What the host is doing decides, by priority when several things overlap:
    compile > transfer_from_device > transfer_to_device > host_tracing > host_blocked > unattributed.
@@ -22,7 +22,10 @@ add up to its idle time. The rules:
    the gap opened (the read holds that already, by rule 1: in all a read is charged at most its
    blocked time); the rest of the gap follows rule 1. A compile
    inside the read (the graph the read needs, compiled first) is not the read's blocked time: it
-   stays compile, by rule 1, and the read's share is its time outside compiles.
+   stays compile, by rule 1, and the read's share is its time outside compiles. Nor is the device
+   time of a partial graph the read forced whose work later graphs run again (``reruns``, per read:
+   ``read_reruns``): without the read the device would run that work once, so the host's wait for
+   it is device time the read added, not idle time.
 3. Each piece names the innermost user span active on the host where its cause happened: the
    span around the compile or transfer event, or for tracing and unattributed time the span
    open on that thread (the training loop's thread) at the piece's middle, where rule 4 reads
@@ -135,13 +138,15 @@ class CauseIntervals:
 
 
 def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
-              causes: CauseIntervals, window: tuple[float, float]) -> GapPieces:
+              causes: CauseIntervals, window: tuple[float, float], reruns: np.ndarray | None = None) -> GapPieces:
     w0, w1 = window
     g0, g1 = intervals.complement(device.busy_starts, device.busy_ends, w0, w1)
     if g0.size == 0:
         return GapPieces.concat([])
     compiling = causes.starts[CODE[Cause.COMPILE]], causes.ends[CODE[Cause.COMPILE]]
-    read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(host.transfers_from_device, g0, g1, *compiling)
+    reads = host.transfers_from_device
+    reruns = np.zeros(len(reads)) if reruns is None else reruns
+    read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(reads, reruns, g0, g1, *compiling)
 
     # The training thread's sampled runs cut pieces too: each piece is one run's, named by its stack.
     run_starts = host.moment_stacks.runs_on(host.main_line)[0]
@@ -181,17 +186,19 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span, stack)
 
 
-def _reads_opening_gaps(reads: EventSet, g0: np.ndarray, g1: np.ndarray, compile_starts: np.ndarray,
-                        compile_ends: np.ndarray):
+def _reads_opening_gaps(reads: EventSet, reruns: np.ndarray, g0: np.ndarray, g1: np.ndarray,
+                        compile_starts: np.ndarray, compile_ends: np.ndarray):
     """Rule 2: the blocking read holding each gap's opening, the idle time it is charged (its
-    blocked time outside compiles, which are merged intervals) as (start, end) per charged gap, and
-    the end of that read's call."""
+    blocked time outside compiles, which are merged intervals, less the device time it spent on work
+    run again later: ``reruns``, per read) as (start, end) per charged gap, and the end of that
+    read's call."""
     if not len(reads):
         return np.full(g0.size, -1, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)
     read_of_gap = reads.holding_all(g0)
     hit = np.flatnonzero(read_of_gap >= 0)
     start, end = reads.start[read_of_gap[hit]], reads.end[read_of_gap[hit]]
-    blocked = end - start - intervals.measure_between(compile_starts, compile_ends, start, end)
+    blocked = end - start - intervals.measure_between(compile_starts, compile_ends, start, end) \
+        - reruns[read_of_gap[hit]]
     # The read already holds the idle time inside its call before this gap opened (rule 1): the host is
     # early by its blocked time in all, so the gap's share is what is left of it.
     held = np.maximum(intervals.measure_between(g0, g1, start, g0[hit])

@@ -1,12 +1,14 @@
 """Blocking reads of device values (TransferFromDevice): how many, how long, and in which span.
 
-Contract: ``summarize_reads(host, added)`` gives one worker's ``ReadSummary``: TransferFromDevice count,
+Contract: ``summarize_reads(host, slowed, rerun)`` gives one worker's ``ReadSummary``: TransferFromDevice count,
 transfer time, blocked host time (the whole reading calls: the forced early execution, sync,
 barrier wait and transfer, what an ``.item()`` costs the host), per-span counts (``NO_SPAN``
 outside any span) and, where the worker's stacks were sampled, per-line counts (the reading
 call's ``PyStack.source``: ``HostActivity.read_stack``); ``busy_added_us``, given each read's
-``read_slowdown.busy_added``: the device time the reads added to the work running during them, in
-all, by line, and by span for the reads whose line is unknown. ``merge_reads`` sums workers'. Times in microseconds.
+``read_slowdown.busy_added`` and ``read_reruns`` (``summarize_reads(host, slowed, rerun)``): the
+device time the reads added, to the work running during them and as the work of their early graphs
+that later graphs ran again, in all, by line, and by span for the reads whose line is unknown; and
+``rerun_us`` likewise, the second part alone. ``merge_reads`` sums workers'. Times in microseconds.
 """
 from __future__ import annotations
 
@@ -26,13 +28,18 @@ class ReadSummary:
     blocked_us: float = 0.0  # host time in the reading calls (forced execution, sync, wait, transfer)
     by_span: dict[str, int] = field(default_factory=dict)  # span -> reads, most first
     by_source: dict[str, int] = field(default_factory=dict)  # "file:line" -> reads, most first
-    busy_added_us: float = 0.0  # device time the reads added to the work running during them
+    busy_added_us: float = 0.0  # device time the reads added: work running during them slowed, or run again
     busy_added_by_span: dict[str, float] = field(default_factory=dict)  # span -> that time, reads without a line
     busy_added_by_source: dict[str, float] = field(default_factory=dict)  # "file:line" -> that time
+    rerun_us: float = 0.0  # of busy_added_us, the reads' early graphs' work that later graphs ran again
+    rerun_by_span: dict[str, float] = field(default_factory=dict)
+    rerun_by_source: dict[str, float] = field(default_factory=dict)
 
 
-def summarize_reads(host: HostActivity, added: np.ndarray) -> ReadSummary:
-    """``added``: per read of ``host.transfers_from_device``, the device time it added."""
+def summarize_reads(host: HostActivity, slowed: np.ndarray, rerun: np.ndarray) -> ReadSummary:
+    """Per read of ``host.transfers_from_device``: ``slowed``, the device time by which the work running
+    during it took longer; ``rerun``, its early graph's device time that later graphs ran again."""
+    added = slowed + rerun
     reads = host.transfers_from_device
     lines, inside = reads.line.astype(np.int64), reads.end - READ_SPAN_BEFORE_END_US
     spans = [host.spans.label(int(i))[0] or NO_SPAN for i in host.spans_at(lines, inside)]
@@ -48,6 +55,9 @@ def summarize_reads(host: HostActivity, added: np.ndarray) -> ReadSummary:
         busy_added_us=float(added.sum()),
         busy_added_by_span=_sums([span if source is None else None for span, source in zip(spans, sources)], added),
         busy_added_by_source=_sums(sources, added),
+        rerun_us=float(rerun.sum()),
+        rerun_by_span=_sums([span if source is None else None for span, source in zip(spans, sources)], rerun),
+        rerun_by_source=_sums(sources, rerun),
     )
 
 
@@ -61,16 +71,13 @@ def _sums(keys: list, values: np.ndarray) -> dict[str, float]:
 
 
 def merge_reads(parts: list[ReadSummary]) -> ReadSummary:
-    by_span: Counter = Counter()
-    by_source: Counter = Counter()
-    added_by_span: Counter = Counter()
-    added_by_source: Counter = Counter()
-    for part in parts:
-        by_span.update(part.by_span)
-        by_source.update(part.by_source)
-        added_by_span.update(part.busy_added_by_span)
-        added_by_source.update(part.busy_added_by_source)
+    def merged(key: str) -> dict:
+        total: Counter = Counter()
+        for part in parts:
+            total.update(getattr(part, key))
+        return dict(total.most_common())
     return ReadSummary(sum(p.count for p in parts), sum(p.total_us for p in parts),
-                       sum(p.blocked_us for p in parts), dict(by_span.most_common()), dict(by_source.most_common()),
-                       sum(p.busy_added_us for p in parts), dict(added_by_span.most_common()),
-                       dict(added_by_source.most_common()))
+                       sum(p.blocked_us for p in parts), merged("by_span"), merged("by_source"),
+                       sum(p.busy_added_us for p in parts), merged("busy_added_by_span"),
+                       merged("busy_added_by_source"), sum(p.rerun_us for p in parts), merged("rerun_by_span"),
+                       merged("rerun_by_source"))

@@ -41,6 +41,7 @@ from xlaprof.analysis.host.debug_file import DebugInfo, read_debug_file
 from xlaprof.analysis.host.host_activity import HostActivity
 from xlaprof.analysis.idle.attribution import CAUSES, Cause, CauseIntervals, GapPieces, attribute
 from xlaprof.analysis.idle.idle_costs import LineIdle, idle_by_line, merge_cost_groups
+from xlaprof.analysis.idle.read_reruns import read_reruns
 from xlaprof.analysis.idle.read_slowdown import busy_added
 from xlaprof.analysis.idle.reads import ReadSummary, merge_reads, summarize_reads
 from xlaprof.analysis.idle.steps import StepTable, step_table
@@ -327,16 +328,17 @@ def _analyze_worker(worker: Worker, devices: list[DeviceTimeline], debug: DebugI
     host = HostActivity.from_space(space)
     window = _recorded(space.window_us or _event_extent(devices, host), host, devices)
     causes = CauseIntervals.from_host(host)
-    pieces = GapPieces.concat([attribute(d, i, host, causes, window) for i, d in enumerate(devices)])
+    programs = program_executions(devices, host)
+    hlo = hlo_modules(space)
+    reruns = read_reruns(programs, hlo, host.transfers_from_device, len(devices))
+    pieces = GapPieces.concat([attribute(d, i, host, causes, window, reruns[i]) for i, d in enumerate(devices)])
     records = compile_records(host, debug)
     records = [r for r in records if window[0] <= r.start_us < window[1]]
     metrics = window_metrics(host.plane)
     at_edge, pieces = _compile_at_edge(pieces, window, host, metrics, len(records))
     records += at_edge
-    programs = program_executions(devices, host)
-    hlo = hlo_modules(space)
     records = with_changes(_linked_programs(records, programs, hlo), hlo)
-    reads = summarize_reads(host, busy_added(devices, programs, host.transfers_from_device))
+    reads = summarize_reads(host, busy_added(devices, programs, host.transfers_from_device), reruns.sum(axis=0))
     return WorkerAnalysis(worker, window, devices, host, pieces, records, reads,
                           step_table(devices, pieces, host, window), metrics, debug, programs, hlo)
 
