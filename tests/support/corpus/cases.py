@@ -85,7 +85,7 @@ CASES: tuple[Case, ...] = (
     Case("seq2seq_generate", "seq2seq_generate", warm=1, window=3, changed=("11", "12", "13"), bench_only=True),
     Case("input_workers", "input_bound", ("--workers",), warm=2, window=16, bench_only=True),
     Case("multiscale_vision", "multiscale_vision", warm=1, window=6, changed=("32", "48"), bench_only=True),
-    Case("grad_clip_guard", "grad_clip_guard", warm=3, window=8, without_reads=NO_READS),
+    Case("grad_clip_guard", "grad_clip_guard", warm=3, window=8, without_reads=NO_READS, bench_only=True),
     Case("hf_trainer", "hf_trainer", warm=1, window=1, bench_only=True),
     Case("running_metrics", "running_metrics", warm=3, window=8, without_reads=NO_READS, bench_only=True),
     # Each step compiles 6 graphs of new expert token counts (about 13 s a step): a short window.

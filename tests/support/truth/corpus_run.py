@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 
 from tests.support.corpus.cases import ACCEPTED_FIXES, BY_NAME, ONE_OFF_COMPILE_FIXES, Case
-from tests.support.truth.table import Score, Truth, score
+from tests.support.truth.table import Score, Truth, rerun_against_arm, score
 from tests.support.workloads.recompile_worker import FAST_COMPILE_XLA_FLAGS
 
 # The line tracer reads the counters at every traced line; a metric's samples (1024 kept by default, copied
@@ -113,6 +113,9 @@ class CaseResult:
     truth: Truth
     report: dict
     score: Score
+    # (device time the analysis finds the reads' early graphs ran again, ExecuteTime the arm saved, with
+    # the reads), in the A/B blocks counted: ``table.rerun_against_arm``; None without an arm
+    rerun: tuple[float, float, float] | None = None
 
     def advice_fits(self) -> bool:
         """The top finding of the truth's dominant cause names the line to change (its ``source``) and
@@ -148,5 +151,6 @@ def score_corpus(records: dict[str, dict]) -> dict[str, CaseResult]:
         analysis = analyze(Session.load(captured["session"]))
         report = analysis_json(analysis)
         scored = analysis if truth.session == captured["session"] else analyze(Session.load(truth.session))
-        results[name] = CaseResult(BY_NAME[name], truth, report, score(report, truth, scored))
+        rerun = rerun_against_arm(scored, truth.pairs) if truth.pairs else None
+        results[name] = CaseResult(BY_NAME[name], truth, report, score(report, truth, scored), rerun)
     return results
