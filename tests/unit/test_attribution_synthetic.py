@@ -243,6 +243,7 @@ def test_a_read_whose_graph_the_step_runs_again_is_charged_its_blocked_time_less
     assert reading.cost_us == pytest.approx(250)  # idle charged + device time added
     assert result.reads.rerun_us == pytest.approx(rerun)
     assert ("early graphs' device work again" in reading.detail) == bool(rerun), reading.detail
+    assert ("the step's sync ran that work again" in reading.advice) == bool(rerun), reading.advice
 
 
 def test_cpu_device_layout(tmp_path):

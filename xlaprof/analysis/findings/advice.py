@@ -1,9 +1,9 @@
 """What to do about a finding, fitted to its case: the advice for each kind, refined by the stack.
 
-Contract: ``advice_for(kind, stack, code, in_data_loader=False)`` returns the advice for a finding of
-``kind`` whose Python stack (outermost first, "file:line function", down to the line) and line text
-are given, and whose thread ran inside torch's DataLoader (``in_data_loader``, frames below the line
-included):
+Contract: ``advice_for(kind, stack, code, in_data_loader=False, rerun_share=0.0)`` returns the
+advice for a finding of ``kind`` whose Python stack (outermost first, "file:line function", down to
+the line) and line text are given, and whose thread ran inside torch's DataLoader
+(``in_data_loader``, frames below the line included):
 - a read in a step closure (``xm.add_step_closure``) already runs after the step is dispatched:
   it still waits for that step; read less often or run the closure asynchronously;
 - a table indexed with a device scalar (``x[t]``, ``self.sigmas[i]``) reads the index: it is
@@ -19,7 +19,9 @@ included):
   not ``torch_xla.compile``;
 - host-to-device copies where the input pipeline already prefetches (``MpDeviceLoader``), or of
   tensors made on the host inside the step, are constants and scalars, not a data-loader problem.
-Otherwise the kind's general advice (``ADVICE``).
+Otherwise the kind's general advice (``ADVICE``). A read whose early graph's work the step's graph
+ran again for at least ``RERUN_ADVICE_SHARE`` of its cost (``rerun_share``) adds that it made the device
+run that work twice, and that a read after the step's sync reads a value already computed.
 """
 from __future__ import annotations
 
@@ -125,6 +127,13 @@ ADVICE_LOADER_ON_THIS_THREAD = (
     "run here, between the steps) while the device waits. Give it worker processes "
     "(torch.utils.data.DataLoader(..., num_workers=N)) and wrap it in torch_xla's MpDeviceLoader, which "
     "prefetches batches to the device in the background, or do the preprocessing once, before training.")
+# A read whose early graph the step's graph ran again (``read_reruns``) at this share of its cost or more
+# says so in its advice.
+RERUN_ADVICE_SHARE = 0.3
+ADVICE_RERUN = (
+    "This read also made the device run work twice: torch_xla ran the step's graph up to the read on "
+    "its own (it computes only the tensor read), and the step's sync ran that work again. Read after "
+    "torch_xla.sync(), or in a step closure, and the value is one the step already computed.")
 ADVICE_SMALL_TRANSFERS = (
     "These host-to-device copies are tensors created on the host inside the step (torch.tensor(...), "
     "Python scalars turned into tensors), not input batches: create them once on the device outside the "
@@ -139,7 +148,15 @@ _PREFETCHING = re.compile(r"parallel_loader|MpDeviceLoader")
 _HOST_TENSOR = re.compile(r"torch\.(tensor|as_tensor|full|ones|zeros)\(|\.to\(")
 
 
-def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None, in_data_loader: bool = False) -> str:
+def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None, in_data_loader: bool = False,
+               rerun_share: float = 0.0) -> str:
+    """The advice for a finding of ``kind`` at ``stack`` (its line's text ``code``); ``rerun_share``:
+    for a read, the share of its cost that its early graph's work run again is."""
+    advice = _advice(kind, stack, code, in_data_loader)
+    return f"{advice} {ADVICE_RERUN}" if rerun_share >= RERUN_ADVICE_SHARE else advice
+
+
+def _advice(kind: FindingKind, stack: tuple[str, ...], code: str | None, in_data_loader: bool) -> str:
     source = stack[-1] if stack else ""
     if kind is FindingKind.HOST_TRACING and in_data_loader:
         return ADVICE_LOADER_ON_THIS_THREAD

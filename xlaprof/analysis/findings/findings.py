@@ -185,8 +185,10 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
         detail += f"; the device work running during them took {format_duration(added - rerun)} longer"
     detail = detail.replace(" )", ")").replace("  ", " ")
     # Inside a library call, the advice fits its costliest line (the read that needs a value, say).
-    advice = advice_for(kind, cost.stack + (cost.inside[0].source,), cost.inside[0].code, cost.in_data_loader) \
-        if cost.inside else advice_for(kind, cost.stack, code, cost.in_data_loader)
+    advised_stack, advised_code = (cost.stack + (cost.inside[0].source,), cost.inside[0].code) if cost.inside \
+        else (cost.stack, code)
+    advice = advice_for(kind, advised_stack, advised_code, cost.in_data_loader,
+                        rerun / (cost.lost_us + added) if rerun else 0.0)
     return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from,
                    cost.inside, added, cost.spans, cost.workers)
 
