@@ -88,6 +88,7 @@ CASES: tuple[Case, ...] = (
     Case("grad_clip_guard", "grad_clip_guard", warm=3, window=8, without_reads=NO_READS, bench_only=True),
     Case("hf_trainer", "hf_trainer", warm=1, window=1, bench_only=True),
     Case("running_metrics", "running_metrics", warm=3, window=8, without_reads=NO_READS, bench_only=True),
+    Case("mid_step_log", "mid_step_log", warm=3, window=12, without_reads=NO_READS, bench_only=True),
     # Each step compiles 6 graphs of new expert token counts (about 13 s a step): a short window.
     # Its sizes are the router's counts: padding the step's inputs changes nothing.
     Case("moe_experts", "moe_experts", warm=1, window=2, fixes={"compile": ("batched_mm", "fixed-shape")},
