@@ -218,13 +218,16 @@ def _graph(program_id: int, batch: int, update: bool) -> bytes:
     return b.to_bytes([loss])
 
 
-# EARLY_HOST, the read's sync dispatching program 1 (its run [300, 400]), the step's sync at 790
-# program 2 (its run [800, 1000]). Where program 2 computes program 1's work again (the read synced
-# its loss alone: the step's graph reruns the forward), the read's 100 us of device time are not idle
-# time it adds: rule 2 gives G2 150 - 100 = 50 us, and the 100 us are device time the read added.
-# Where program 2 is other work (another batch size), the read is charged as before.
+# EARLY_HOST, the read's sync queuing program 1 at 280 (dispatched at 290, its run [300, 400]), the
+# step's sync queuing program 2 at 785 (dispatched at 790, its run [800, 1000]). Where program 2
+# computes program 1's work again (the read synced its loss alone: the step's graph reruns the
+# forward), the read's 100 us of device time are not idle time it adds: rule 2 gives G2 150 - 100 =
+# 50 us, and the 100 us are device time the read added. Where program 2 is other work (another batch
+# size), the read is charged as before.
 PROGRAM_HOST = EARLY_HOST + [
+    ("ScheduleSyncTensorsGraph", 280, 3, {}),
     ("PjRtComputationClient::ExecuteComputation", 290, 2, {}),
+    ("ScheduleSyncTensorsGraph", 785, 3, {}),
     ("PjRtComputationClient::ExecuteComputation", 790, 2, {}),
 ]
 

@@ -8,8 +8,8 @@ import pytest
 from tests.support.hlo_builder import ModuleBuilder
 from xlaprof.analysis.device.programs import UNKNOWN, ProgramExecutions
 from xlaprof.analysis.host.host_activity import EventSet
-from xlaprof.analysis.idle.read_reruns import LATER_RUNS, read_reruns
-from xlaprof.hlo import HloModules, work_shared
+from xlaprof.analysis.idle.read_reruns import LATER_RUNS, MIN_PART_OF_LATER, read_reruns
+from xlaprof.hlo import HloModules, shared_work
 
 
 def _module(program_id: int, *ops: tuple[str, tuple[int, ...]]) -> bytes:
@@ -26,14 +26,19 @@ HLO = HloModules({
     2: ("step", _module(2, *FORWARD, ("subtract", (64, 64)))),  # the step's graph: the forward again, and more
     3: ("other", _module(3, ("dot", (16, 16)))),  # other work
     4: ("half", _module(4, ("dot", (64, 64)))),  # half of the forward's weight (and its reduce's 64 of 8256)
+    5: ("norm", _module(5, ("reduce", (64,)))),  # a small reduction whose shape the step's graph holds too
 })
 
 
-def _runs(*runs: tuple[float, float, int, float]) -> ProgramExecutions:
-    """(dispatch, start, program, duration) per run of device 0."""
+def _runs(*runs: tuple, scheduled: list[tuple[float, int, bool]] | None = None) -> ProgramExecutions:
+    """(dispatch, start, program, duration) per run of device 0; ``scheduled``: per run, when and on
+    which line it was queued, and whether by an explicit sync (unknown without)."""
     n = len(runs)
     dispatch, start, program, dur = (np.array(c, float) for c in zip(*runs))
-    return ProgramExecutions(np.zeros(n, np.int32), start, dur, program.astype(np.int64), np.full(n, -1), dispatch)
+    at, line, by_sync = (np.array(c) for c in zip(*scheduled)) if scheduled else (
+        np.full(n, np.nan), np.full(n, -1), np.zeros(n, bool))
+    return ProgramExecutions(np.zeros(n, np.int32), start, dur, program.astype(np.int64), np.full(n, -1), dispatch,
+                             at.astype(float), line.astype(np.int32), by_sync.astype(bool))
 
 
 def _reads(*intervals: tuple[float, float]) -> EventSet:
@@ -41,13 +46,13 @@ def _reads(*intervals: tuple[float, float]) -> EventSet:
                     np.array([b for _, b in intervals], float), np.zeros(len(intervals), np.int32))
 
 
-def test_the_share_of_a_graphs_work_that_another_computes_weighs_each_instruction_by_its_elements():
+def test_the_work_two_graphs_share_weighs_each_instruction_by_its_elements():
     forward, step, other, half = (HLO.get(p) for p in (1, 2, 3, 4))
-    assert work_shared(forward, [step]) == 1.0
-    assert work_shared(forward, [other]) == 0.0
-    assert work_shared(forward, [half]) == pytest.approx(4096 / (4096 + 4096 + 64))
-    assert work_shared(forward, [half, other]) == work_shared(forward, [half])
-    assert work_shared(step, [forward]) == pytest.approx(8256 / (8256 + 4096))  # the update is not the forward's
+    assert forward.work_weight == 4096 + 4096 + 64 and step.work_weight == forward.work_weight + 4096
+    assert shared_work(forward, step) == forward.work_weight
+    assert shared_work(forward, other) == 0
+    assert shared_work(forward, half) == 4096
+    assert shared_work(step, forward) == forward.work_weight  # the update is not the forward's
 
 
 def test_a_run_the_read_dispatched_counts_as_much_of_its_time_as_later_graphs_rerun():
@@ -56,6 +61,34 @@ def test_a_run_the_read_dispatched_counts_as_much_of_its_time_as_later_graphs_re
     runs = _runs((15, 20, 1, 100.0), (200, 210, 4, 150.0))
     assert read_reruns(runs, HLO, _reads((10, 150)), 1)[0, 0] == pytest.approx(100 * 4096 / 8256)
     runs = _runs((15, 20, 1, 100.0), (200, 210, 3, 150.0))
+    assert read_reruns(runs, HLO, _reads((10, 150)), 1).tolist() == [[0.0]]
+
+
+def test_a_small_graph_whose_shapes_recur_in_a_far_larger_one_is_not_run_again():
+    # A norm read after the sync: its one reduction is 64 of the step graph's 12352, under MIN_PART_OF_LATER.
+    assert 64 < MIN_PART_OF_LATER * HLO.get(2).work_weight
+    runs = _runs((15, 20, 5, 10.0), (200, 210, 2, 150.0))
+    assert read_reruns(runs, HLO, _reads((10, 150)), 1).tolist() == [[0.0]]
+    runs = _runs((15, 20, 5, 10.0), (200, 210, 1, 150.0), (300, 310, 2, 150.0))  # the best match decides
+    assert read_reruns(runs, HLO, _reads((10, 150)), 1).tolist() == [[0.0]]
+
+
+def test_a_run_the_reads_thread_queued_before_it_is_not_forced_though_dispatched_during_it():
+    # A step closure's read right after the sync: the step's graph (program 1, queued at 5 on the
+    # read's line 0) is dispatched at 15, inside the read [10, 150], from torch_xla's execution thread.
+    runs = _runs((15, 20, 1, 100.0), (200, 210, 2, 150.0), scheduled=[(5, 0, True), (190, 0, True)])
+    assert read_reruns(runs, HLO, _reads((10, 150)), 1).tolist() == [[0.0]]
+    runs = _runs((15, 20, 1, 100.0), (200, 210, 2, 150.0), scheduled=[(12, 0, False), (190, 0, True)])  # its own
+    assert read_reruns(runs, HLO, _reads((10, 150)), 1).tolist() == [[100.0]]
+    runs = _runs((15, 20, 1, 100.0), (200, 210, 2, 150.0), scheduled=[(12, 3, False), (190, 0, True)])  # another's
+    assert read_reruns(runs, HLO, _reads((10, 150)), 1).tolist() == [[0.0]]
+    # The sampler placed the read's start before the sync that queued the step's graph ran its closure.
+    runs = _runs((15, 20, 1, 100.0), (200, 210, 2, 150.0), scheduled=[(12, 0, True), (190, 0, True)])
+    assert read_reruns(runs, HLO, _reads((10, 150)), 1).tolist() == [[0.0]]
+    # A run the read queued, but of a program an explicit sync runs too (named by the step's op on the
+    # CPU device): a step's graph, not a partial one the read forced.
+    runs = _runs((15, 20, 1, 100.0), (200, 210, 2, 150.0), (400, 410, 1, 100.0),
+                 scheduled=[(12, 0, False), (190, 0, True), (390, 0, True)])
     assert read_reruns(runs, HLO, _reads((10, 150)), 1).tolist() == [[0.0]]
 
 

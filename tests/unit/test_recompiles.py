@@ -155,7 +155,8 @@ def test_compiles_link_to_the_program_first_run_after_them():
         programs, starts = list(first_runs), list(first_runs.values())
         n = len(programs)
         return ProgramExecutions(np.zeros(n, np.int32), np.array(starts, float), np.ones(n), np.array(programs),
-                                 np.full(n, -1), np.array(starts, float))
+                                 np.full(n, -1), np.array(starts, float), np.full(n, np.nan), np.full(n, -1),
+                                 np.zeros(n, bool))
 
     starts, ends = np.array([0.0, 100.0, 200.0]), np.array([50.0, 150.0, 250.0])
     # Program 7 ran before any compile (compiled before the window); 9 after the second compile.
@@ -172,7 +173,8 @@ def test_linking_programs_returns_new_records_and_leaves_the_given_ones():
     from xlaprof.analysis.pipeline.session_analysis import _linked_programs
 
     runs = ProgramExecutions(np.zeros(2, np.int32), np.array([60.0, 160.0]), np.ones(2), np.array([8, 9]),
-                             np.full(2, -1), np.array([60.0, 160.0]))
+                             np.full(2, -1), np.array([60.0, 160.0]), np.full(2, np.nan), np.full(2, -1),
+                             np.zeros(2, bool))
     given = [CompileRecord(0.0, 50.0, "a", "step", None), CompileRecord(100.0, 50.0, "b", "step", None)]
     linked = _linked_programs(given, runs, HloModules({}))
     assert [r.program_id for r in linked] == [8, 9] and [r.graph_hash for r in linked] == ["a", "b"]

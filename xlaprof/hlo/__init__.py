@@ -9,7 +9,7 @@ instruction as HLO text). Sits beside ``xspace``: it reads what the XSpace reade
 from __future__ import annotations
 
 from xlaprof.hlo.module import (Constant, GraphSignature, HloDecodeError, HloModule, Instruction, Shape, parse_module,
-                                work_shared)
+                                shared_work)
 from xlaprof.hlo.reader import HloModules, hlo_modules, module_name, program_of
 
 __all__ = ["HloModule", "HloModules", "hlo_modules", "parse_module", "program_of", "module_name", "Shape",

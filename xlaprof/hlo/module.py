@@ -8,12 +8,11 @@ Contract:
   computation's parameters and results (``Shape``), the instruction count over all computations,
   opcode counts, and the scalar constants with their source lines. Computed once, on first use.
 - ``HloModule.work`` is what the program computes, as a multiset: per (opcode, dtype, dims) of the
-  instructions of every computation (fused ones included) that compute values, how many, each
-  weighing its output's element count; the bookkeeping (parameters, constants, tuples, copies,
-  reshapes, broadcasts) and the calls that only hold other computations (fusion, call, while,
-  conditional) are left out. ``work_shared(a, b)`` is the share of ``a``'s weight that ``b`` computes
-  too, where ``b`` is a list of modules (an instruction of ``a`` is matched at most as many times as
-  one module of ``b`` holds it): the share of a graph's work that later graphs run again.
+  instructions of every computation (fused ones included) that compute values, how many; each
+  weighs its output's element count, ``work_weight`` is the total. The bookkeeping (parameters,
+  constants, tuples, copies, reshapes, broadcasts) and the calls that only hold other computations
+  (fusion, call, while, conditional) are left out. ``shared_work(a, b)`` is the weight of ``a``'s
+  work that ``b`` computes too (an instruction matched at most as many times as ``b`` holds it).
 - ``HloModule.instruction(name)`` finds an instruction of any computation by name (the names
   that op events carry; a ``.clone`` suffix of the CPU runtime's copies is ignored) as an
   ``Instruction``: opcode, category, shape, source line and call stack, and the proto itself.
@@ -171,6 +170,10 @@ class HloModule:
                               count, dict(opcodes), tuple(constants), dict(sources))
 
     @cached_property
+    def work_weight(self) -> int:
+        return sum(count * _weight(key) for key, count in self.work.items())
+
+    @cached_property
     def work(self) -> Counter[tuple]:
         items: Counter[tuple] = Counter()
         for computation in self.proto.computations:
@@ -223,14 +226,14 @@ class HloModule:
         return proto.metadata
 
 
-def work_shared(a: HloModule, b: list[HloModule]) -> float:
-    """The share (0..1) of ``a.work``'s weight that one of ``b``'s modules computes too."""
-    total = shared = 0
-    for key, count in a.work.items():
-        weight = int(np.prod(key[2], dtype=np.int64)) if key[2] else 1
-        total += count * weight
-        shared += min(count, max((m.work.get(key, 0) for m in b), default=0)) * weight
-    return shared / total if total else 0.0
+def shared_work(a: HloModule, b: HloModule) -> int:
+    """The weight of ``a.work`` that ``b`` computes too."""
+    return sum(min(count, b.work.get(key, 0)) * _weight(key) for key, count in a.work.items())
+
+
+def _weight(key: tuple) -> int:
+    """An instruction's weight: its output's element count (1 for a scalar or a tuple)."""
+    return int(np.prod(key[2], dtype=np.int64)) if key[2] else 1
 
 
 def parse_module(data: bytes, program_id: int) -> HloModule:

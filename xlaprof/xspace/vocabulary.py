@@ -47,6 +47,9 @@ HLO_CATEGORY_STAT = "hlo_category"
 DISPATCH = frozenset({
     "PjRtComputationClient::ExecuteComputation", "PjRtComputationClient::ExecuteReplicated",
 })
+# torch_xla queues each graph for execution here, on the thread that synced; its execution thread
+# dispatches the queued graphs in order (one DISPATCH each).
+SCHEDULE = frozenset({"ScheduleSyncTensorsGraph"})
 
 TRANSFER_FROM_DEVICE = frozenset({
     "PjRtComputationClient::TransferFromDevice", "PjRtComputationClient::TransferFromServer",

@@ -5,9 +5,14 @@ Contract:
   of every device, column-wise: device index, start, duration, ``program`` id (-1 where the
   capture does not say), ``dispatch_us``, when the host dispatched it (the latest dispatch event,
   ``vocabulary.DISPATCH``, starting before the execution; the execution's own start without one),
-  and ``span``, the innermost user span on the training thread then. TPU/GPU: one run per module event (the
-  events behind ``DeviceTimeline.rows``), named "<module>(<program id>)". CPU device: one run per
-  PjRt execute (``vocabulary.CPU_PROGRAM_RUN_EVENTS``, as many as torch_xla's ``ExecuteTime``
+  ``span``, the innermost user span on the training thread then, and ``scheduled_us`` and
+  ``scheduled_line``, when and on which host line the graph was queued for execution (torch_xla's
+  ``vocabulary.SCHEDULE`` events, on the thread that synced, paired in order with the dispatches
+  of its execution thread: a dispatch before every schedule not yet paired was queued before the
+  capture; NaN and -1 where unknown), and ``by_sync``, whether an explicit sync queued it (its
+  schedule inside a ``vocabulary.STEP_BOUNDARY`` event on its line: the step's graph). TPU/GPU:
+  one run per module event (the events behind ``DeviceTimeline.rows``), named "<module>(<program
+  id>)". CPU device: one run per PjRt execute (``vocabulary.CPU_PROGRAM_RUN_EVENTS``, as many as torch_xla's ``ExecuteTime``
   count): its executor events, the nested executors of the intra-op pool's threads and the
   "(wait for completion)" event are parts of it, never runs of their own. A run lasts from its
   execute event to the next one; its start is its first busy moment, its duration the device's
@@ -47,6 +52,9 @@ class ProgramExecutions:
     program: np.ndarray  # int64: program id, UNKNOWN where the capture does not say
     span: np.ndarray  # int64: dispatching user span (index into the host's SpanIndex), -1 where none
     dispatch_us: np.ndarray  # float64: when the host dispatched it
+    scheduled_us: np.ndarray  # float64: when the syncing thread queued it, NaN where unknown
+    scheduled_line: np.ndarray  # int32: that thread's host line, -1 where unknown
+    by_sync: np.ndarray  # bool: queued by an explicit sync (torch_xla.sync(), xm.mark_step())
 
     def __len__(self) -> int:
         return int(self.start_us.size)
@@ -69,13 +77,15 @@ def program_executions(devices: list[DeviceTimeline], host: HostActivity) -> Pro
             parts.append((np.full(start.size, d, np.int32), start, dur, program))
     if not parts:
         z = np.zeros(0)
-        return ProgramExecutions(np.zeros(0, np.int32), z, z, np.zeros(0, np.int64), np.zeros(0, np.int64), z)
+        return ProgramExecutions(np.zeros(0, np.int32), z, z, np.zeros(0, np.int64), np.zeros(0, np.int64), z, z,
+                                 np.zeros(0, np.int32), np.zeros(0, bool))
     device, start, dur, program = (np.concatenate(c) for c in zip(*parts))
     del parts
     order = np.argsort(start, kind="stable")
     device, start, dur, program = device[order], start[order], dur[order], program[order]
-    dispatch = _dispatch_times(host, start)
-    return ProgramExecutions(device, start, dur, program, host.spans_at(np.full(start.size, -1), dispatch), dispatch)
+    dispatch, scheduled_us, scheduled_line, by_sync = _dispatches(host, start)
+    return ProgramExecutions(device, start, dur, program, host.spans_at(np.full(start.size, -1), dispatch), dispatch,
+                             scheduled_us, scheduled_line, by_sync)
 
 
 def _device_runs(device: DeviceTimeline) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -147,15 +157,50 @@ def _cpu_programs(plane, rows: np.ndarray) -> np.ndarray:
     return program
 
 
-def _dispatch_times(host: HostActivity, starts: np.ndarray) -> np.ndarray:
+def _dispatches(host: HostActivity, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per execution starting at ``starts``: its dispatch time, when and on which line it was
+    scheduled, and whether an explicit sync scheduled it."""
+    n = starts.size
+    unknown = starts.copy(), np.full(n, np.nan), np.full(n, -1, np.int32), np.zeros(n, bool)
     plane = host.plane
     if plane is None or not starts.size:
-        return starts.copy()
+        return unknown
     dispatch = EventSet.of(plane, plane.rows_named(vocabulary.DISPATCH))
     if not len(dispatch):
-        return starts.copy()
+        return unknown
     k = np.searchsorted(dispatch.start, starts, side="right") - 1
-    return np.where(k >= 0, dispatch.start[np.maximum(k, 0)], starts)
+    known = k >= 0
+    schedules = EventSet.of(plane, plane.rows_named(vocabulary.SCHEDULE))
+    pick = np.where(known, _paired_schedules(dispatch, schedules)[np.maximum(k, 0)], -1)
+    at, line, by_sync = np.full(starts.size, np.nan), np.full(starts.size, -1, np.int32), np.zeros(starts.size, bool)
+    paired = pick >= 0
+    at[paired], line[paired] = schedules.start[pick[paired]], schedules.line[pick[paired]]
+    by_sync[paired] = _inside_syncs(plane, schedules)[pick[paired]]
+    return np.where(known, dispatch.start[np.maximum(k, 0)], starts), at, line, by_sync
+
+
+def _inside_syncs(plane, schedules: EventSet) -> np.ndarray:
+    """Per schedule event, whether an explicit sync on its line holds it."""
+    syncs = EventSet.of(plane, plane.rows_named(vocabulary.STEP_BOUNDARY))
+    inside = np.zeros(len(schedules), bool)
+    for line in np.unique(schedules.line).tolist():
+        mine, on_line = schedules.line == line, syncs.line == line
+        starts, ends = intervals.merge(syncs.start[on_line], syncs.end[on_line])
+        inside[mine] = intervals.covering(starts, ends, schedules.start[mine]) >= 0
+    return inside
+
+
+def _paired_schedules(dispatch: EventSet, schedules: EventSet) -> np.ndarray:
+    """Per dispatch (in order), the index of the schedule event it ran, or -1: the queue runs in order,
+    so the n-th dispatch is the n-th schedule's, but a dispatch that starts before the next schedule not
+    yet paired was queued before the capture began."""
+    paired = np.full(len(dispatch), -1, np.int64)
+    n = 0
+    for i, at in enumerate(dispatch.start.tolist()):
+        if n < len(schedules) and schedules.start[n] <= at:
+            paired[i] = n
+            n += 1
+    return paired
 
 
 def compile_programs(starts: np.ndarray, ends: np.ndarray, executions: ProgramExecutions,
