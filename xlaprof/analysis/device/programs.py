@@ -1,28 +1,28 @@
 """Which compiled program each device execution ran, who dispatched it, and which compile made it.
 
 Contract:
-- ``program_executions(devices, host)`` returns ``ProgramExecutions``: one row per program run
-  of every device, column-wise: device index, start, duration, ``program`` id (-1 where the
-  capture does not say), ``dispatch_us``, when the host dispatched it (the latest dispatch event,
+- ``program_executions(devices, host)`` returns ``ProgramExecutions``: one row per program run of
+  every device, column-wise: device index, start, duration, ``program`` id (-1 where the capture
+  does not say), ``dispatch_us``, when the host dispatched it (the latest dispatch event,
   ``vocabulary.DISPATCH``, starting before the execution; the execution's own start without one),
   ``span``, the innermost user span on the training thread then, and ``scheduled_us`` and
   ``scheduled_line``, when and on which host line the graph was queued for execution (torch_xla's
-  ``vocabulary.SCHEDULE`` events, on the thread that synced, paired in order with the dispatches
-  of its execution thread: a dispatch before every schedule not yet paired was queued before the
+  ``vocabulary.SCHEDULE`` events, on the thread that synced, paired in order with the dispatches of
+  its execution thread: a dispatch before every schedule not yet paired was queued before the
   capture; NaN and -1 where unknown), and ``by_sync``, whether an explicit sync queued it (its
-  schedule inside a ``vocabulary.STEP_BOUNDARY`` event on its line: the step's graph). TPU/GPU:
-  one run per module event (the events behind ``DeviceTimeline.rows``), named "<module>(<program
-  id>)". CPU device: one run per PjRt execute (``vocabulary.CPU_PROGRAM_RUN_EVENTS``, as many as torch_xla's ``ExecuteTime``
-  count): its executor events, the nested executors of the intra-op pool's threads and the
-  "(wait for completion)" event are parts of it, never runs of their own. A run lasts from its
-  execute event to the next one; its start is its first busy moment, its duration the device's
-  busy time in it (so the runs' durations add up to the busy time) and its program the
+  schedule inside a ``vocabulary.STEP_BOUNDARY`` event on its line: the step's graph). TPU/GPU: one
+  run per module event (the events behind ``DeviceTimeline.rows``), named "<module>(<program id>)".
+  CPU device: one run per PjRt execute (``vocabulary.CPU_PROGRAM_RUN_EVENTS``, as many as
+  torch_xla's ``ExecuteTime`` count): its executor events, the nested executors of the intra-op
+  pool's threads and the "(wait for completion)" event are parts of it, never runs of their own. A
+  run lasts from its execute event to the next one; its start is its first busy moment, its duration
+  the device's busy time in it (so the runs' durations add up to the busy time) and its program the
   ``program_id`` stat of its first op event. Busy time before the first recorded execute (a run
-  already under way when the capture started) is one run more. Without execute events, each
-  executor event is a run. A device none of whose runs names its program has no rows: nothing
-  uses a run of an unknown program but through the device's other runs (``device_profile``
-  places an op in the run holding it), and on a TPU plane without a module line its busy events
-  are its ops, millions of them, not program runs.
+  already under way when the capture started) is one run more. Without execute events, each executor
+  event is a run. A device none of whose runs names its program has no rows: nothing uses a run of
+  an unknown program but through the device's other runs (``device_profile`` places an op in the run
+  holding it), and on a TPU plane without a module line its busy events are its ops, millions of
+  them, not program runs.
 - ``compile_programs(starts, ends, executions)`` links each graph compile to the program it made:
   the program first executed soonest after the compile ended and before the next compile ended
   (a program is made by one compile, and torch_xla runs a new graph right after compiling it). Compiles whose program never ran in
