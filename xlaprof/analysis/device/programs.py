@@ -172,7 +172,7 @@ def _dispatches(host: HostActivity, starts: np.ndarray) -> tuple[np.ndarray, np.
     known = k >= 0
     schedules = EventSet.of(plane, plane.rows_named(vocabulary.SCHEDULE))
     pick = np.where(known, _paired_schedules(dispatch, schedules)[np.maximum(k, 0)], -1)
-    at, line, by_sync = np.full(starts.size, np.nan), np.full(starts.size, -1, np.int32), np.zeros(starts.size, bool)
+    _, at, line, by_sync = unknown
     paired = pick >= 0
     at[paired], line[paired] = schedules.start[pick[paired]], schedules.line[pick[paired]]
     by_sync[paired] = _inside_syncs(plane, schedules)[pick[paired]]

@@ -138,15 +138,14 @@ class CauseIntervals:
 
 
 def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
-              causes: CauseIntervals, window: tuple[float, float], reruns: np.ndarray | None = None) -> GapPieces:
+              causes: CauseIntervals, window: tuple[float, float], reruns: np.ndarray) -> GapPieces:
     w0, w1 = window
     g0, g1 = intervals.complement(device.busy_starts, device.busy_ends, w0, w1)
     if g0.size == 0:
         return GapPieces.concat([])
     compiling = causes.starts[CODE[Cause.COMPILE]], causes.ends[CODE[Cause.COMPILE]]
-    reads = host.transfers_from_device
-    reruns = np.zeros(len(reads)) if reruns is None else reruns
-    read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(reads, reruns, g0, g1, *compiling)
+    read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(host.transfers_from_device, reruns, g0, g1,
+                                                                      *compiling)
 
     # The training thread's sampled runs cut pieces too: each piece is one run's, named by its stack.
     run_starts = host.moment_stacks.runs_on(host.main_line)[0]
