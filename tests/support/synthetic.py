@@ -353,13 +353,14 @@ def sampled_stacks(script: str = "train.py") -> dict[str, str]:
 
 def add_stack_samples(host: PlaneBuilder, *, thread_line_id: int, runs: list[tuple[float, float, str]],
                       stacks: dict[str, str], cpu_share: dict[str, float] | None = None,
-                      blocked_share: dict[str, float] | None = None) -> None:
-    """Sampler events on an emitter line: ``runs`` are (start, end, key into ``stacks``); the
+                      blocked_share: dict[str, float] | None = None, thread_name: str = "MainThread") -> None:
+    """Sampler events on an emitter line: ``runs`` of the Python thread ``thread_name`` (recorded on
+    host line ``thread_line_id``) are (start, end, key into ``stacks``); the
     innermost run at each time wins (a step run holds the forward and read runs inside it), cut
     where the stack changes, as the sampler does. ``cpu_share``: per key, the share of each event's
     time its thread spent on a CPU (the sampler's ``py_cpu_us``); keys without one record none.
     ``blocked_share``: likewise, the share the sampler found it blocked in a call (``py_seen_blocked_us``)."""
-    emitter = host.line(f"{vocabulary.STACK_LINE_PREFIX}MainThread")
+    emitter = host.line(f"{vocabulary.STACK_LINE_PREFIX}{thread_name}")
     bounds = sorted({b for start, end, _ in runs for b in (start, end)})
     for left, right in zip(bounds, bounds[1:]):
         holding = [(end - start, kind) for start, end, kind in runs if start <= left and right <= end]
@@ -371,7 +372,7 @@ def add_stack_samples(host: PlaneBuilder, *, thread_line_id: int, runs: list[tup
                       if key in share}
             emitter.event(stack.rsplit("\n", 1)[-1].rsplit("/", 1)[-1], left, right - left, **{
                 vocabulary.PY_STACK_STAT: stack, vocabulary.PY_THREAD_STAT: thread_line_id,
-                vocabulary.PY_THREAD_NAME_STAT: "MainThread",
+                vocabulary.PY_THREAD_NAME_STAT: thread_name,
                 **{stat: round(share * (right - left)) for stat, share in shares.items()}})
 
 

@@ -273,6 +273,34 @@ def test_a_read_on_a_thread_without_python_is_at_the_line_that_waits_for_it(tmp_
     assert read["source"] == "/work/train.py:33"
 
 
+CLOSURE = "/usr/lib/python3.11/threading.py:1002 _bootstrap\n/work/train.py:12 log"
+WAITING = "/usr/lib/python3.11/threading.py:1002 _bootstrap\n/usr/lib/python3.11/queue.py:180 get"
+
+
+@pytest.mark.parametrize(("reader", "read_idle"), [(1, 550.0), (7, 55.0)])
+def test_a_read_on_another_python_thread_costs_only_the_cpu_it_takes(tmp_path, reader, read_idle):
+    """A read [100, 650] on the training thread (line 1) holds it: the gap is the read's until the read
+    returned. The same read on another Python thread (line 7, a ``run_async`` step closure's
+    ``.item()``, its thread on a CPU a tenth of the time) leaves the training thread running its Python: the read
+    holds only its thread's CPU time, at its end (the transfer, once the device finished), and the rest
+    of the gap is the training thread's tracing. Either way the read is at its own line."""
+    builder, host = frame()
+    host.line("python", line_id=1).event("SyncTensorsGraphInternal", 860, 30)
+    reading = host.line("closure", line_id=7) if reader == 7 else host.line("python", line_id=1)
+    reading.event(vocabulary.READ_CALL_EVENT, 100, 550, **{vocabulary.PY_READ_STACK_STAT: CLOSURE})
+    reading.event("TensorCollectionBarrier", 105, 20)
+    reading.event("PjRtComputationClient::TransferFromDevice", 600, 40)
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 1000, "main")], stacks={"main": MAIN}, cpu_share={"main": 1.0})
+    add_stack_samples(host, thread_line_id=7, runs=[(0, 100, "wait"), (100, 1000, "log")],
+                      stacks={"wait": WAITING, "log": CLOSURE}, cpu_share={"wait": 0.0, "log": 0.1},
+                      thread_name="Thread-1 (event_loop)")
+    out = report(tmp_path, builder)
+    idle = out["idle_by_cause_us"]
+    assert idle["transfer_from_device"] == pytest.approx(read_idle)
+    assert idle["host_tracing"] == pytest.approx(800.0 - read_idle)
+    assert out["transfers_from_device"]["by_source"] == {"/work/train.py:12": 1}
+
+
 def test_a_read_without_python_is_at_the_backward_the_sampler_placed_a_little_early(tmp_path):
     """The sampler placed the training thread's runs up to a few ms off: the engine thread's read
     [860, 880] falls in the run after the backward (the optimizer's step, train.py:34), 60 us after

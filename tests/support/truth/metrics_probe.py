@@ -7,7 +7,8 @@ graphs, ``_compile.compile_inner``, where torch._dynamo was imported: its byteco
 autograd and the backend's setup; torch_xla's compile of the graph runs at its first execution,
 apart, in CompileTime), and ``aten::<op>`` for every CPU-fallback counter. ``delta(a, b)``:
 ``b - a`` key by key (keys missing from ``a`` count from 0). ``fallback_total(snap)``: all ``aten::``
-counts added.
+counts added. ``recent_reads(n)``: the last ``n`` reads' (start, end) in wall-clock seconds, from
+TransferFromDeviceTime's samples (each its end and duration).
 """
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def snapshot() -> dict[str, float]:
         if name.startswith("aten::"):
             snap[name] = float(met.counter_value(name) or 0)
     return snap
+
+
+def recent_reads(n: int) -> list[tuple[float, float]]:
+    data = met.metric_data("TransferFromDeviceTime")
+    samples = list(data[2]) if data and n > 0 else []
+    return [(end_s - duration_ns / 1e9, end_s) for end_s, duration_ns in samples[-n:]]
 
 
 def _dynamo_compile_us() -> float:

@@ -7,7 +7,8 @@ For each case of ``--cases`` (``tests.support.corpus.cases``), in order, in this
   case with ``without_reads``, its A/B blocks (``ab_blocks``) under a second profile (``<case>-ab``,
   not analysed: the same profiler, sampler and read marks at work as in the window);
 - ``lines``: under ``LineTracer`` instead (the user's and third-party files: not torch's, the
-  standard library's, xlaprof's or this harness').
+  standard library's, xlaprof's or this harness'), which follows the threads the case starts from
+  its build on (a ``run_async`` step closure's, a loader's).
 ``--pin-cores``: the process' host and device threads on two cores (``ab_harness.pin_host_and_device``:
 on the CPU device the "device" computes on the host's cores; pinned, a read's cost is not mixed
 with the two contending for them).
@@ -58,6 +59,12 @@ def run_case(case, mode: str, logdir: str | None) -> dict:
     import torch_xla.core.xla_model as xm
 
     workload = importlib.import_module(case.module_path)
+    tracer = None
+    if mode == "lines":
+        from tests.support.truth.line_tracer import LineTracer
+
+        tracer = LineTracer(user_file)
+        tracer.follow_new_threads()  # the threads the warm-up starts (a step closure's, a loader's)
     torch.manual_seed(0)
     step = workload.build(torch, torch_xla.device(), list(case.args))
     for i in range(case.warm):
@@ -83,9 +90,7 @@ def run_case(case, mode: str, logdir: str | None) -> dict:
         if case.without_reads is not None:
             record["ab"], record["ab_session"] = ab_blocks(case, step, logdir)
         return record
-    from tests.support.truth.line_tracer import LineTracer
-
-    with LineTracer(user_file) as tracer:
+    with tracer:
         for i in window:
             step(i)
             if i == window[-1]:

@@ -48,6 +48,10 @@ Contract: ``HostActivity.from_space(space)`` gathers, as sorted ``EventSet`` tab
   and only what exceeds the call's length is blocked after it returned. Time off the CPUs waiting
   for the GIL other sampled Python threads held (``StackSamples.waits_for_others_us``) is blocked,
   in torch or not: the thread waited for them.
+- ``reads_waited_for``: ``transfers_from_device`` as they held the training thread back (with each
+  one's index): a read of another of the process's Python threads (a logger's, a ``run_async`` step
+  closure's) holds only its thread's CPU time inside it, at its end: the training thread did not wait
+  for it, it traced on meanwhile, short of the core and the GIL that thread took.
 - ``moment_stacks``: the runs that name a moment of the training thread's time
   (``StackSamples.woken``: after a blocking call returned, the line the sampler saw next).
 """
@@ -207,6 +211,29 @@ class HostActivity:
         blocked = woke > runtime_end
         return (intervals.merge(np.concatenate((start, woke)), np.concatenate((runtime_end, end))),
                 intervals.merge(runtime_end[blocked], woke[blocked]))
+
+    @cached_property
+    def reads_waited_for(self) -> tuple[EventSet, np.ndarray]:
+        """``transfers_from_device`` as they held the training thread back, sorted, and each one's index
+        in ``transfers_from_device``. Its own reads and those of threads that run no Python (the
+        autograd engine's, inside a call the training thread waits in) are whole. A read on another
+        sampled Python thread (a logger thread's, a ``run_async`` step closure's) does not stop the
+        training thread, which traces on meanwhile: what it takes from it is the core and the GIL the
+        reading thread uses, so it holds only its thread's CPU time inside it (its runs' CPU time,
+        spread evenly over each run), at its end, where the transfer runs once the device has
+        finished. All whole where no stacks were sampled."""
+        reads = self.transfers_from_device
+        index = np.arange(len(reads))
+        others = [line for line in self.stacks.sampled_lines if line != self.main_line]
+        if self.main_line < 0 or not others or not len(reads):
+            return reads, index
+        start = reads.start.copy()
+        for line in others:
+            mine = np.flatnonzero(reads.line == line)
+            used = self.stacks.cpu_between(line, reads.start[mine], reads.end[mine])
+            start[mine] = np.maximum(reads.start[mine], reads.end[mine] - used)
+        order = np.argsort(start, kind="stable")
+        return EventSet(reads.rows[order], start[order], reads.end[order], reads.line[order]), index[order]
 
     @cached_property
     def moment_stacks(self) -> StackSamples:

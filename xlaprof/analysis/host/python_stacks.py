@@ -38,6 +38,7 @@ same stack are merged into one run (the sampler cuts long runs into 0.1 s events
   ``waits_for_others_us(line)``: per run of ``line``, its thread's time off the CPUs where that was a
   wait for the GIL the process's other sampled Python threads held (see the method), else 0.
   ``runs_on(line)``: the runs of one host line as (start, end, stack, blocked_us) arrays.
+- ``cpu_between(line, starts, ends)``: the CPU time of a thread within intervals, from its runs.
 - ``woken()``: the runs as they name the moments of a thread's time (see the method): a run blocked
   at least ``WOKEN_SHARE`` of its time on a line outside torch and torch_xla ends where its thread
   woke up, and the time after is the thread's next run's.
@@ -192,6 +193,16 @@ class StackSamples:
         """Per stack id, whether it is in the autograd engine's entry (``PyStack.in_autograd_engine``),
         and a last False for -1: computed once, on first use."""
         return self.flags(lambda s: s.in_autograd_engine)
+
+    def cpu_between(self, line: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Per (start, end): the CPU time of ``line``'s thread in it, each run's ``cpu_us`` spread evenly
+        over the run (0 where unknown, and between runs)."""
+        lo, hi = self._ranges.get(int(line), (0, 0))
+        if hi == lo:
+            return np.zeros(starts.size)
+        at = np.maximum.accumulate(np.column_stack((self.start[lo:hi], self.end[lo:hi])).ravel())
+        used = np.cumsum(np.column_stack((np.zeros(hi - lo), np.nan_to_num(self.cpu_us[lo:hi]))).ravel())
+        return np.interp(ends, at, used) - np.interp(starts, at, used)
 
     def runs_on(self, line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         lo, hi = self._ranges.get(int(line), (0, 0))

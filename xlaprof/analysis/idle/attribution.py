@@ -25,7 +25,9 @@ pieces of a device add up to its idle time. The rules:
    stays compile, by rule 1, and the read's share is its time outside compiles. Nor is the device
    time of a partial graph the read forced whose work later graphs run again (``reruns``, per read:
    ``read_reruns``): without the read the device would run that work once, so the host's wait for
-   it is device time the read added, not idle time.
+   it is device time the read added, not idle time. A read on another Python thread (a logger's, a
+   ``run_async`` step closure's) does not stop the training thread: rules 1 and 2 take it only for
+   its thread's CPU time inside it, at its end (``HostActivity.reads_waited_for``).
 3. Each piece names the innermost user span active on the host where its cause happened: the
    span around the compile or transfer event, or for tracing and unattributed time the span
    open on that thread (the training loop's thread) at the piece's middle, where rule 4 reads
@@ -117,7 +119,7 @@ class CauseIntervals:
             CODE[Cause.HOST_TRACING]: (np.concatenate((host.tracing.start, running[0])),
                                        np.concatenate((host.tracing.end, running[1]))),
             CODE[Cause.TRANSFER_TO_DEVICE]: (host.transfers_to_device.start, host.transfers_to_device.end),
-            CODE[Cause.TRANSFER_FROM_DEVICE]: (host.transfers_from_device.start, host.transfers_from_device.end),
+            CODE[Cause.TRANSFER_FROM_DEVICE]: (host.reads_waited_for[0].start, host.reads_waited_for[0].end),
             CODE[Cause.COMPILE]: (np.concatenate((host.compiles.start, host.edge_compile.start, dynamo[0])),
                                   np.concatenate((host.compiles.end, host.edge_compile.end, dynamo[1]))),
         }
@@ -144,8 +146,8 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     if g0.size == 0:
         return GapPieces.concat([])
     compiling = causes.starts[CODE[Cause.COMPILE]], causes.ends[CODE[Cause.COMPILE]]
-    read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(host.transfers_from_device, reruns, g0, g1,
-                                                                      *compiling)
+    reads, read_index = host.reads_waited_for
+    read_of_gap, read_start, read_end, call_end = _reads_opening_gaps(reads, reruns[read_index], g0, g1, *compiling)
 
     # The training thread's sampled runs cut pieces too: each piece is one run's, named by its stack.
     run_starts = host.moment_stacks.runs_on(host.main_line)[0]
@@ -175,12 +177,13 @@ def attribute(device: DeviceTimeline, device_index: int, host: HostActivity,
     start, end = left[first], right[last]
     piece_gap, piece_cause = gap[first], state[first]
 
-    span, line, when, until, read, compiled = _name_pieces(host, start, end, piece_cause, piece_gap, read_of_gap)
+    span, line, when, until, read, compiled = _name_pieces(host, reads, start, end, piece_cause, piece_gap,
+                                                           read_of_gap)
     stack = host.moment_stacks.at(line, when, until) if len(host.stacks) else np.full(start.size, -1, np.int64)
     blocked = np.flatnonzero((piece_cause == CODE[Cause.HOST_BLOCKED]) & (stack >= 0))
     if blocked.size:  # waiting for another thread: the root is what that thread was doing (rule 4)
         stack[blocked] = host.moment_stacks.working_threads(stack[blocked], when[blocked], host.main_line)
-    stack[read >= 0] = host.read_stack[read[read >= 0]]  # a read's: its call's, as the reads have it
+    stack[read >= 0] = host.read_stack[read_index[read[read >= 0]]]  # a read's: its call's, as the reads have it
     stack[compiled >= 0] = host.compile_stack[compiled[compiled >= 0]]  # a compile's: as its record has it
     return GapPieces(np.full(start.size, device_index, np.int32), start, end - start, piece_cause, span, stack)
 
@@ -206,14 +209,14 @@ def _reads_opening_gaps(reads: EventSet, reruns: np.ndarray, g0: np.ndarray, g1:
     return read_of_gap, g0[hit], g0[hit] + share, end
 
 
-def _name_pieces(host: HostActivity, start: np.ndarray, end: np.ndarray, cause: np.ndarray, gap: np.ndarray,
-                 read_of_gap: np.ndarray) -> tuple[np.ndarray, ...]:
+def _name_pieces(host: HostActivity, reads: EventSet, start: np.ndarray, end: np.ndarray, cause: np.ndarray,
+                 gap: np.ndarray, read_of_gap: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per piece: its span (rule 4), the host line and time (for tracing and unattributed time) or
-    event (start, end) whose stack names it, for a read's piece the read and for a compile's the
-    compile (-1 for others)."""
+    event (start, end) whose stack names it, for a read's piece the read (of ``reads``) and for a
+    compile's the compile (-1 for others)."""
     by_code: dict[int, EventSet] = {
         CODE[Cause.COMPILE]: host.compiles,
-        CODE[Cause.TRANSFER_FROM_DEVICE]: host.transfers_from_device,
+        CODE[Cause.TRANSFER_FROM_DEVICE]: reads,
         CODE[Cause.TRANSFER_TO_DEVICE]: host.transfers_to_device,
         CODE[Cause.HOST_TRACING]: host.tracing,
     }
