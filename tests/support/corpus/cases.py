@@ -63,6 +63,7 @@ CASES: tuple[Case, ...] = (
     Case("print_logging", "print_logging", window=60, without_reads=NO_READS),
     Case("step_closure", "step_closure", window=450, without_reads=NO_READS),
     Case("async_closure", "step_closure", ("--async",), window=450, without_reads=NO_READS, bench_only=True),
+    Case("logger_thread", "logger_thread", window=450, without_reads=NO_READS, bench_only=True),
     Case("compiled_step", "compiled_step", window=384, without_reads=NO_READS),
     Case("dynamic_shapes", "dynamic_shapes"),
     Case("fallback_backward", "fallback_backward", window=240, fixes={"transfer_from_device": ("fallback", "lowering")},

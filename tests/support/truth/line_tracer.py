@@ -3,7 +3,8 @@ fell back to the CPU.
 
 Contract: ``with LineTracer(is_traced) as tracer:`` traces every thread's Python (``sys.settrace`` and
 ``threading.settrace``; threads started before the block only where ``tracer.follow_new_threads()``
-was called before they started) in the files ``is_traced(path)`` accepts (the user's script and third-party
+was called before they started, whose lines it then follows from their start, so that a loop begun
+before the block has its line current) in the files ``is_traced(path)`` accepts (the user's script and third-party
 libraries: the lines a user can act on). It reads torch_xla's counters (``metrics_probe``: compile
 count, TransferFromDevice count, the CPU-fallback counters) at each traced event of the thread that
 entered the block (the training thread), and on any thread back from a silence (no Python call or
@@ -14,11 +15,11 @@ traced line is current again, or none where no traced frame is left on the threa
 standing there has not begun its body, as TorchDynamo's compiled frame, which runs its graph there).
 A read is one C call, so it is charged only to a thread silent through its transfer
 (TransferFromDeviceTime's samples give each read's start and end) at a line it can name (the
-training thread at any): where the thread that sees the change was not, the read goes to another
-thread silent through it at a traced line, once that one comes back (a ``run_async`` step closure's
-``.item()``, seen by the training thread tracing the next step), else to the training thread's
-last silence through it (its ``.item()`` inside a library's call, back from which it read no
-counters), at the line it was silent on. After the block:
+training thread at any). Where another such thread was silent through it too, the read is that
+thread's if it comes back from that silence first, or within ``RETURN_S`` of the training thread
+seeing the change (a ``run_async`` step closure's ``.item()`` while the training thread waited in
+``loss.backward()``, or traced on); else the training thread's, at the line it was silent on then
+(its last silence through it, where it came back in untraced code, and read no counters). After the block:
 ``tracer.compiles``, ``tracer.reads`` and ``tracer.fallbacks`` are Counters of ``"file:line"`` (a
 fallback's key adds ``" aten::op"``). Reads counted here include the TransferFromDevice a CPU
 fallback makes (the analysis counts those as reads too). It reads counters only: no device sync.
@@ -39,6 +40,8 @@ from tests.support.truth.table import HEADERS
 
 UNTRACED = "<untraced>"
 SILENCE_S = 20e-6  # a thread's time between two events longer than this may hold a read
+# A reading thread is back within this of the training thread, which let the GIL go in its next op.
+RETURN_S = 0.002
 SILENCES_KEPT = 256  # the training thread's last silences, for the reads no other thread claims
 
 
@@ -46,6 +49,8 @@ SILENCES_KEPT = 256  # the training thread's last silences, for the reads no oth
 class _PendingRead:
     began: float  # its transfer's start and end, wall-clock seconds
     ended: float
+    line: str | None = None  # the training thread's line, silent through it too, if no other comes back
+    until: float = float("inf")  # by when another thread must come back from it (wall-clock seconds)
 
 
 class LineTracer:
@@ -87,7 +92,7 @@ class LineTracer:
         # Reads no other thread came back from: the training thread's, at the line it was silent on
         # through the transfer (a read in untraced code: back in it, the thread read no counters).
         for read in self._pending:
-            self.reads[self._held(read.began, read.ended)] += 1
+            self.reads[read.line or self._held(read.began, read.ended)] += 1
         self._pending = []
 
     def _traces(self, path: str) -> bool:
@@ -97,15 +102,16 @@ class LineTracer:
         return known
 
     def _global(self, frame, event, arg):
-        if not self._counting:
-            return None
         traced = event == "call" and self._traces(frame.f_code.co_filename)
-        self._event(threading.get_ident(), check=traced)  # Python in an untraced file: not inside a read
+        if self._counting:
+            self._event(threading.get_ident(), check=traced)  # Python in an untraced file: not inside a read
+        # Traced from before the block too (a loop a followed thread began then): its lines are current.
         return self._local if traced else None
 
     def _local(self, frame, event, arg):
         thread = threading.get_ident()
-        self._event(thread)
+        if self._counting:
+            self._event(thread)
         if event == "line":
             if self._executing_traced_line(frame):
                 self._current[thread] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
@@ -142,6 +148,8 @@ class LineTracer:
             self._silences.append((last, now, self._current.get(thread, UNTRACED)))
         elif back and self._pending:
             self._back(thread, last, now)
+        if self._pending:
+            self._expire(now)
         if (check and thread == self._checker) or (back and thread != self._checker):
             self._check(thread, last, now)
         self._seen[thread] = now
@@ -155,14 +163,18 @@ class LineTracer:
         if compiles:
             self.compiles[line] += compiles
         # A read is this thread's if it was silent through the transfer (on a line it can name, for a
-        # thread other than the training thread); else it waits for the thread that comes back from it.
+        # thread other than the training thread) and, for the training thread, no other was; else it
+        # waits for the other thread to come back from it (in time, where the training thread was silent).
         own = thread == self._checker or line != UNTRACED
         for began, ended in metrics_probe.recent_reads(reads):
-            if own and last <= began:
+            others = any(seen <= began and other != thread and self._current.get(other, UNTRACED) != UNTRACED
+                         for other, seen in self._seen.items())  # another thread silent through it
+            if own and last <= began and not (others and thread == self._checker):
                 self.reads[line] += 1
-            elif any(seen <= began and other != thread and self._current.get(other, UNTRACED) != UNTRACED
-                     for other, seen in self._seen.items()):
-                self._pending.append(_PendingRead(began, ended))  # another thread, silent, may hold it
+            elif own and last <= began:  # the training thread's, unless the other comes back right after
+                self._pending.append(_PendingRead(began, ended, line, now + RETURN_S))
+            elif others:
+                self._pending.append(_PendingRead(began, ended))
             else:
                 self.reads[self._held(began, ended)] += 1
             reads -= 1
@@ -177,6 +189,13 @@ class LineTracer:
         """The line of the training thread's latest recorded silence through a transfer, else its line now."""
         held = [line for start, end, line in self._silences if start <= began and ended <= end]
         return held[-1] if held else self._current.get(self._checker, UNTRACED)
+
+    def _expire(self, now: float) -> None:
+        """The reads the training thread was silent through too, that no other thread came back from in
+        time: the training thread's."""
+        for read in [read for read in self._pending if read.until < now]:
+            self.reads[read.line] += 1
+        self._pending = [read for read in self._pending if read.until >= now]
 
     def _back(self, thread: int, last: float, now: float) -> None:
         """``thread`` came back from a silence since ``last``: the pending reads it was silent through are
