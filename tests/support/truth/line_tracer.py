@@ -193,9 +193,8 @@ class LineTracer:
     def _expire(self, now: float) -> None:
         """The reads the training thread was silent through too, that no other thread came back from in
         time: the training thread's."""
-        for read in [read for read in self._pending if read.until < now]:
+        for read in self._take(lambda read: read.until < now):
             self.reads[read.line] += 1
-        self._pending = [read for read in self._pending if read.until >= now]
 
     def _back(self, thread: int, last: float, now: float) -> None:
         """``thread`` came back from a silence since ``last``: the pending reads it was silent through are
@@ -203,10 +202,16 @@ class LineTracer:
         line = self._current.get(thread, UNTRACED)
         if line == UNTRACED:
             return
-        mine = [read for read in self._pending if last <= read.began and read.ended <= now]
+        mine = self._take(lambda read: last <= read.began and read.ended <= now)
         if mine:
             self.reads[line] += len(mine)
-            self._pending = [read for read in self._pending if not (last <= read.began and read.ended <= now)]
+
+    def _take(self, belongs: Callable[[_PendingRead], bool]) -> list[_PendingRead]:
+        """Take the pending reads ``belongs`` accepts out of the pending ones, and return them."""
+        taken = [read for read in self._pending if belongs(read)]
+        if taken:
+            self._pending = [read for read in self._pending if not belongs(read)]
+        return taken
 
     @staticmethod
     def _counts() -> tuple[float, float, dict[str, float]]:
