@@ -126,8 +126,8 @@ class _CountingWatcher:
     def __getattr__(self, name: str):  # depth, kept: as the watcher has them
         return getattr(self._watcher, name)
 
-    def wait(self, timeout_s: float):
-        frame = self._watcher.wait(timeout_s)
+    def wait(self, timeout_s: float, known=None):
+        frame = self._watcher.wait(timeout_s, known)
         if self._main:
             _CountingWatcher.main_samples += self._watcher.samples - self._counted
             _CountingWatcher.main_compared += self._watcher.compared - self._compared

@@ -4,8 +4,9 @@
  * Watcher(ident, native_id, period_s, late_s, max_backoff_s).wait(timeout_s) samples the thread
  * `ident` (threading.get_ident(); `native_id` is threading.get_native_id()) until its Python stack
  * changed, and returns the thread's stack then, or once timeout_s has passed since the call, as a
- * tuple of (code object, line) pairs, innermost first; None when the thread has no Python frame any
- * more (it ended). Never a frame: a frame object of a function the thread has left keeps its locals
+ * tuple of (code object, line) pairs, innermost first (with wait(timeout_s, known), `known[key]`
+ * where the stack's `key`, below, is in the dict `known`: a stack its caller formatted before costs
+ * no pairs); None when the thread has no Python frame any more (it ended). Never a frame: a frame object of a function the thread has left keeps its locals
  * alive, and a caller that held one while the thread ran on (its Python lets go of the GIL at any
  * time) kept tensors alive through the thread's torch_xla.sync(), which then compiled a new graph
  * with them as outputs. A sample:
@@ -65,7 +66,9 @@
  * timeout_s a wait reads the stack itself: where a call is still pending, the stack has not moved
  * since the ask (the call would have run first), and a change is stamped then; an unchanged stack is
  * returned again, stamped when read. A sample dropped as the ring was full leaves the next one with
- * no kept frame. close() stops the tripping thread (a wait starts it again); one Watcher at a time
+ * no kept frame. interrupt() ends its current wait at once, as at its timeout (flush() in
+ * collectors/stack_sampler.py: its caller waits long, the samples queue meanwhile). close() stops the
+ * tripping thread (a wait starts it again); one Watcher at a time
  * trips the main thread (another one's wait raises RuntimeError until it is closed). The
  * interpreter's flag is set only while the main thread holds the GIL: the process's other Python
  * threads, running while it is in a long C call, do not find it set for nothing.
@@ -141,6 +144,7 @@ typedef struct {
     pthread_mutex_t lock; /* with `wake`: the caller waits, the GIL released, for `woken` or a timeout */
     pthread_cond_t wake;
     int woken;
+    int interrupted;         /* atomic: interrupt() ends the current (or next) wait at once */
     pthread_cond_t answered; /* with `lock`: the tripping thread parks here while `parked` (atomic) */
     int parked;
     Sample ring[RING];       /* the samples trips recorded, oldest at `head` (the GIL held) */
@@ -168,6 +172,7 @@ struct Watcher {
     long long seen_blocked_ns, seen_blocked_total_ns; /* as of the sample returned last, and so far */
     Tripper *tripper;       /* a Watcher of the main thread: asks it to sample itself (NULL: not) */
     PyObject *key;          /* the key of the stack returned last (bytes; NULL before the first) */
+    PyObject *known;        /* the current wait's mapping of keys to what it returns for them (borrowed; or NULL) */
 };
 
 static double now_s(void) {
@@ -385,7 +390,8 @@ static void set_key_frame(PyObject *key, Py_ssize_t i, void *code, long long at)
     memcpy(PyBytes_AS_STRING(key) + i * (Py_ssize_t)sizeof(KeyFrame), &frame, sizeof frame);
 }
 
-/* The stack `frames` as wait() returns it, its key in `w->key` (the GIL held). */
+/* The stack `frames` as wait() returns it, its key in `w->key` (the GIL held): the current wait's
+ * `known[key]` where the key is there (no pairs built for a stack the caller formatted before). */
 static PyObject *returned(Watcher *w, const Frames *frames) {
     PyObject *key = new_key(frames->depth);
     if (key == NULL) {
@@ -395,6 +401,15 @@ static PyObject *returned(Watcher *w, const Frames *frames) {
         set_key_frame(key, i, frames->codes[i], frames->lines[i]);
     }
     Py_XSETREF(w->key, key);
+    if (w->known != NULL) {
+        PyObject *value = PyDict_GetItemWithError(w->known, key); /* borrowed */
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
     return stack_tuple(frames);
 }
 
@@ -738,7 +753,8 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
         if (t->count > 0) {
             return pop(w);
         }
-        if (now_s() >= deadline || w->last.depth == 0) { /* the first wait reads the stack at once */
+        /* the first wait reads the stack at once, as one interrupted */
+        if (now_s() >= deadline || w->last.depth == 0 || __atomic_exchange_n(&t->interrupted, 0, __ATOMIC_ACQ_REL)) {
             long long read_ns = now_ns();
             if (wanted_ns < 0) {
                 wanted_ns = wanted_now(w);
@@ -770,7 +786,7 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
         Py_BEGIN_ALLOW_THREADS
         pthread_mutex_lock(&t->lock);
         double left = deadline - now_s();
-        if (!t->woken && left > 0) {
+        if (!t->woken && !__atomic_load_n(&t->interrupted, __ATOMIC_ACQUIRE) && left > 0) {
             struct timespec until;
             clock_gettime(CLOCK_MONOTONIC, &until);
             long long ns = until.tv_nsec + (long long)(left * 1e9);
@@ -786,17 +802,35 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
     }
 }
 
-static PyObject *watcher_wait(Watcher *w, PyObject *arg) {
-    double timeout_s = PyFloat_AsDouble(arg);
-    if (timeout_s == -1.0 && PyErr_Occurred()) {
+static PyObject *watcher_wait(Watcher *w, PyObject *args) {
+    double timeout_s;
+    PyObject *known = Py_None;
+    if (!PyArg_ParseTuple(args, "d|O:wait", &timeout_s, &known)) {
         return NULL;
     }
-    return w->tripper != NULL ? trip_wait(w, timeout_s) : watch_wait(w, timeout_s);
+    if (known != Py_None && !PyDict_Check(known)) {
+        PyErr_SetString(PyExc_TypeError, "wait(timeout_s, known): known must be a dict or None");
+        return NULL;
+    }
+    w->known = known == Py_None ? NULL : known; /* the caller's argument: alive through the call */
+    PyObject *stack = w->tripper != NULL ? trip_wait(w, timeout_s) : watch_wait(w, timeout_s);
+    w->known = NULL;
+    return stack;
 }
 
 static PyObject *watcher_close(Watcher *w, PyObject *Py_UNUSED(ignored)) {
     if (w->tripper != NULL) {
         stop_tripping(w->tripper);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *watcher_interrupt(Watcher *w, PyObject *Py_UNUSED(ignored)) {
+    Tripper *t = w->tripper;
+    if (t != NULL) { /* set under `lock`: the wait either sees it before it waits or is signalled */
+        pthread_mutex_lock(&t->lock);
+        __atomic_store_n(&t->interrupted, 1, __ATOMIC_RELEASE);
+        signal_unlocked(t, &t->wake);
     }
     Py_RETURN_NONE;
 }
@@ -865,9 +899,13 @@ static void watcher_dealloc(Watcher *w) {
 }
 
 static PyMethodDef watcher_methods[] = {
-    {"wait", (PyCFunction)watcher_wait, METH_O,
-     "wait(timeout_s): the thread's stack, ((code, line), ...) innermost first, once it changed or "
-     "timeout_s passed; None when the thread has no frame any more."},
+    {"wait", (PyCFunction)watcher_wait, METH_VARARGS,
+     "wait(timeout_s, known=None): the thread's stack, ((code, line), ...) innermost first, once it changed "
+     "or timeout_s passed, or known[key] where the stack's key is in the dict known; None when the thread "
+     "has no frame any more."},
+    {"interrupt", (PyCFunction)watcher_interrupt, METH_NOARGS,
+     "interrupt(): a tripping Watcher's current wait (else its next one) returns now, as at its timeout "
+     "(the queued samples first); other Watchers' waits end within their period anyway."},
     {"close", (PyCFunction)watcher_close, METH_NOARGS,
      "close(): a tripping Watcher stops asking its thread for samples (the next wait starts again)."},
     {NULL, NULL, 0, NULL},

@@ -17,9 +17,13 @@ Contract:
   ``hide_innermost`` (xlaprof's own wrapper, e.g. ``read_calls``' kernel) is left out: the stack is its caller's.
   ``read(..., key=watcher.key)`` (bytes naming the stack, ``_stack_watch.Watcher.key``) formats a
   stack once: a stack read before under that key, by any reader, is not formatted again.
+  ``read_stacks()`` is the dict of those stacks by key, to pass as ``Watcher.wait(timeout_s, known)``,
+  which returns a stack found there as its ``KnownStack`` entry (no pairs built): ``read`` takes it
+  in place of the pairs.
 - ``KnownStacks()`` keeps a value per stack key (``get(key)``, ``keep(key, stack, value)``), with the
-  stack's (code, line) pairs: a key holding code addresses stays unique while its codes live. It
-  starts over at ``MAX_KNOWN_STACKS`` (a process making ever new stacks).
+  stack's (code, line) pairs (a ``KnownStack`` per key, in the dict ``entries``): a key holding code
+  addresses stays unique while its codes live. It starts over at ``MAX_KNOWN_STACKS`` (a process
+  making ever new stacks).
 - Text is TraceMe-safe (``safe_text``): characters at which the profiler's
   "name#key=value,...#" metadata encoding cuts a value (``, # ' "``, and brackets left open)
   become "?".
@@ -109,27 +113,41 @@ def hide_innermost(code) -> None:
 MAX_KNOWN_STACKS = 2_000  # about 6 KB each (30 frames): at most about 12 MB per KnownStacks
 
 
+class KnownStack:
+    """A stack's value, with the stack's (code, line) pairs: they keep its codes, and so its key, unique."""
+
+    __slots__ = ("pairs", "value")
+
+    def __init__(self, pairs: Sequence[tuple[CodeType, int]], value) -> None:
+        self.pairs, self.value = pairs, value
+
+
 class KnownStacks:
-    """A value per stack, by a key naming the stack (code addresses and positions), the stack kept
-    with it so that its codes, and so the key, stay unique."""
+    """A value per stack, by a key naming the stack (code addresses and positions). ``entries`` is the
+    dict of key -> ``KnownStack`` itself (the same dict for the object's life)."""
 
     def __init__(self) -> None:
-        self._known: dict[bytes, tuple] = {}
+        self.entries: dict[bytes, KnownStack] = {}
 
     def get(self, key: bytes):
-        known = self._known.get(key)
-        return None if known is None else known[1]
+        known = self.entries.get(key)
+        return None if known is None else known.value
 
     def __len__(self) -> int:
-        return len(self._known)
+        return len(self.entries)
 
     def keep(self, key: bytes, stack: Sequence[tuple[CodeType, int]], value) -> None:
-        if len(self._known) >= MAX_KNOWN_STACKS:
-            self._known.clear()
-        self._known[key] = (stack, value)
+        if len(self.entries) >= MAX_KNOWN_STACKS:
+            self.entries.clear()
+        self.entries[key] = KnownStack(stack, value)
 
 
 _read_stacks = KnownStacks()  # Watcher.key -> (lines, Stack) of the stacks the readers formatted
+
+
+def read_stacks() -> dict[bytes, KnownStack]:
+    """The stacks the readers formatted, by ``Watcher.key``: ``Watcher.wait``'s ``known``."""
+    return _read_stacks.entries
 
 
 class StackReader:
@@ -139,9 +157,9 @@ class StackReader:
         self._lines: list[str] = []  # the formatted frames of the previous read, outermost first
         self._stack: Stack | None = None
 
-    def read(self, stack: Sequence[tuple[CodeType, int]], changed: int | None = None, kept: int = 0,
+    def read(self, stack: Sequence[tuple[CodeType, int]] | KnownStack, changed: int | None = None, kept: int = 0,
              key: bytes | None = None) -> Stack:
-        known = _read_stacks.get(key) if key is not None else None
+        known = stack.value if type(stack) is KnownStack else _read_stacks.get(key) if key is not None else None
         if known is not None:
             lines, read = known
             if self._stack is not None and read is not self._stack and read.text == self._stack.text:

@@ -21,19 +21,22 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   samples itself in a pending call, in C, with no hand-off, so Python run between short calls that
   let go of the GIL (which starve a thread waiting for it) is sampled where it runs (another
   thread's loop asks that thread to let the GIL go, where it holds it, before taking it); the emitter
-  takes the samples in batches (a thread in a C call or blocked runs the call on its return, stamped
-  as of the ask), and reads the stack itself every ``REFRESH_S``. It records one TraceMe event per
+  takes the samples in batches every ``DRAIN_S`` (a thread in a C call or blocked runs the call on
+  its return, stamped as of the ask), and reads the stack itself then; ``flush()`` interrupts that
+  wait. Every emitter looks its stacks up among those formatted before (``read_stacks()``), so a
+  known stack costs no (code, line) pairs, and takes a batch whole before its periodic checks
+  (recording, new threads, metric snapshots). It records one TraceMe event per
   run of identical stacks (``stack_runs``), named
   after the innermost frame, with the stats py_thread (the host line id of the sampled thread),
   py_thread_name, py_lag_us (how long after the C loop read the stack the event opened: the emitter
-  may wait for the GIL or a core) and py_stack, and, as it closes, py_cpu_us: the time the thread
+  may wait for the GIL or a core, and takes the main thread's samples up to ``DRAIN_S`` late) and py_stack, and, as it closes, py_cpu_us: the time the thread
   was on a CPU or runnable during the run (running Python, or wanting to while a loaded host gave
   its core to another thread), against being blocked on the run's line (a sleep, a queue, a read),
   and for the main thread py_seen_blocked_us, the time its asks found it blocked in a call of the
   run's stack (answered late, off the CPUs), where they did. It ends,
   closing its open event, when its thread ends, when recording stops, or at ``flush()`` (within
-  ``REFRESH_S``; the main thread's emitter records the samples its loop queued first, while the
-  capture records: a capture that stops by itself loses those of its last ``REFRESH_S``).
+  ``REFRESH_S``, the main thread's at once; the main thread's emitter records the samples its loop queued first, while the
+  capture records: a capture that stops by itself loses those of its last ``DRAIN_S``).
 - A sample that fails is skipped and logged once per process; an emitter never raises. Where the C
   loop was not built (no C compiler at install), the sampler says so once and samples nothing.
 - At the interpreter's exit (``atexit``) it flushes: the emitters end, and the main thread's
@@ -61,7 +64,7 @@ import threading
 import time
 
 from collectors import metrics_sampler, torch_xla_import
-from collectors.stack_runs import RunWriter, StackReader, safe_text
+from collectors.stack_runs import RunWriter, StackReader, read_stacks, safe_text
 from xlaprof.errors import XlaprofError
 from xlaprof.xspace import vocabulary
 
@@ -76,6 +79,7 @@ POLL_S = 0.05  # how soon a capture's threads get their emitters
 READY_TIMEOUT_S = 1.0  # how long resume() waits for the emitters it starts to sample
 MAX_EVENT_S = 0.1  # an event is cut (closed and reopened) at this age: what a stopped capture may lose
 REFRESH_S = 0.02  # how often an emitter whose stack does not change checks its event's age and the recording
+DRAIN_S = 0.1  # how often the main thread's emitter takes the samples its thread tripped (and checks as above)
 MAX_THREADS = 32  # sampled threads per process
 SWITCH_INTERVAL_S = 0.001  # the interpreter's switch interval while emitters run
 LATE_S = 0.0005  # an emitter waking up later than this after its sleep backs off (busy GIL or cores) ...
@@ -196,17 +200,21 @@ class _Emitter(threading.Thread):
             _wake.set()  # the controller restores the switch interval after the last emitter
 
     def _sample(self, recording, watcher, writer: RunWriter) -> None:
-        target, reader = self.target, StackReader()
+        target, reader, known = self.target, StackReader(), read_stacks()
+        timeout_s = DRAIN_S if target is threading.main_thread() else REFRESH_S
         while self.running and recording(vocabulary.USER_SPAN_LEVEL):
-            frames = watcher.wait(REFRESH_S)  # (code, line) pairs: never a frame, which keeps its locals alive
+            # (code, line) pairs, never a frame (which keeps its locals alive), or a known stack's entry
+            frames = watcher.wait(timeout_s, known)
             if frames is None or not target.is_alive():
                 return
             reader = _record(frames, watcher, reader, writer)
+            while watcher.queued:  # the rest of the tripped batch: the checks below once a batch
+                reader = _record(watcher.wait(0.0, known), watcher, reader, writer)
             if time.monotonic() - _reconciled_at >= POLL_S:  # new threads: from here, which has the GIL now
                 _reconcile_safely()
             metrics_sampler.emit_if_due()  # likewise: the metrics thread sleeps while emitters run
         while watcher.queued and recording(vocabulary.USER_SPAN_LEVEL):  # a flush keeps the tripped samples
-            reader = _record(watcher.wait(0.0), watcher, reader, writer)
+            reader = _record(watcher.wait(0.0, known), watcher, reader, writer)
 
 
 def _record(frames, watcher, reader: StackReader, writer: RunWriter) -> StackReader:
@@ -313,6 +321,8 @@ def flush(timeout_s: float = 1.0) -> None:
         emitters = list(_emitters.values())
         for emitter in emitters:
             emitter.running = False
+            if emitter.watcher is not None:
+                emitter.watcher.interrupt()  # the main thread's emitter waits DRAIN_S at a time
     deadline = time.monotonic() + timeout_s
     for emitter in emitters:
         emitter.join(max(0.0, deadline - time.monotonic()))

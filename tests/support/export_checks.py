@@ -1,5 +1,6 @@
 """What an exported trace must hold, checked against the session and its analysis: every event
-of every line of every capture plane (start and end to the nanosecond), per device the busy time
+of every line of every capture plane (start and end to the nanosecond; Python stack runs at their
+samples), per device the busy time
 and every idle gap piece with its cause, line, stack and finding, and one instant per finding.
 
 ``assert_export_matches(trace, analysis, tolerance_ns)`` takes a ``ReadTrace`` from
@@ -13,6 +14,7 @@ import numpy as np
 
 from xlaprof.analysis import SessionAnalysis
 from xlaprof.analysis.idle.attribution import CAUSES
+from xlaprof.xspace import vocabulary
 
 
 def _ns(us) -> np.ndarray:
@@ -41,12 +43,8 @@ def assert_export_matches(trace, analysis: SessionAnalysis, tolerance_ns: int = 
         for plane in w.worker.space.planes:
             if not len(plane.events):
                 continue
-            ev = plane.events
-            expected = sorted(
-                (rows := np.flatnonzero(ev.line == i), np.array(sorted(zip(_ns(ev.start_us[rows]).tolist(),
-                                                                         _ns(ev.start_us[rows] + ev.dur_us[rows]).tolist())),
-                                                            np.int64).reshape(-1, 2))[1].tolist()
-                for i in range(len(plane.lines)) if (ev.line == i).any())
+            expected = sorted(_line_times(plane, i).tolist() for i in range(len(plane.lines))
+                              if (plane.events.line == i).any())
             got = sorted(_times(slices).tolist() for slices in processes[f"{w.worker.label} {plane.name}"])
             assert len(got) == len(expected), plane.name
             for g, e in zip(got, expected):
@@ -60,6 +58,21 @@ def assert_export_matches(trace, analysis: SessionAnalysis, tolerance_ns: int = 
     findings = [i for track, items in trace.instants.items() for i in items]
     assert len(findings) == len(analysis.findings)
     assert sorted(i[2]["finding"] for i in findings) == list(range(1, len(analysis.findings) + 1))
+
+
+def _line_times(plane, line: int) -> np.ndarray:
+    """(start, end) in ns of a line's events, sorted; a line of Python stack runs (events carrying
+    ``py_stack``) at its samples: each run from its event's start less its ``py_lag_us`` to its end,
+    or to the next run's start where that came first."""
+    ev, rows = plane.events, np.flatnonzero(plane.events.line == line)
+    start, end = ev.start_us[rows], ev.start_us[rows] + ev.dur_us[rows]
+    stacks, lags = plane.stats.column(vocabulary.PY_STACK_STAT), plane.stats.column(vocabulary.PY_LAG_STAT)
+    if int(rows[0]) in stacks:
+        start = start - np.array([max(float(lags.get(r, 0)), 0.0) for r in rows.tolist()])
+        order = np.argsort(start, kind="stable")
+        start, end = start[order], end[order]
+        end[:-1] = np.minimum(end[:-1], np.maximum(start[1:], start[:-1]))
+    return np.array(sorted(zip(_ns(start).tolist(), _ns(end).tolist())), np.int64).reshape(-1, 2)
 
 
 def _assert_devices(trace, w, tolerance_ns: int, charged: dict[int, tuple[float, int]]) -> None:

@@ -247,7 +247,8 @@ def training_event_count(*, steps: int, devices: int = 4, ops_per_step: int = 50
 def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, read_every: int = 1,
                      recompile_every: int = 0, seed: int = 0, shape: TrainingShape = TrainingShape(),
                      warm: bool = False, script: str = "train.py",
-                     programs: list[StepProgram] | None = None, sampled: bool = False) -> bytes:
+                     programs: list[StepProgram] | None = None, sampled: bool = False,
+                     stack_lag_us: float = 0.0) -> bytes:
     """A TPU-shaped capture of ``steps`` training steps on ``devices`` chips.
 
     Host ``/host:CPU``, line ``python``, per step: ``train_step`` (step_num, source, _r=1) holding
@@ -270,7 +271,8 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
 
     ``sampled``: the stack sampler's events too, on the line "py MainThread" (see
     ``sampled_stacks``): ``SAMPLED_STACKS["step"]`` through each step, ``["forward"]`` while
-    ``forward`` runs and ``["read"]`` from the read's start to its transfer's end.
+    ``forward`` runs and ``["read"]`` from the read's start to its transfer's end; each event
+    recorded ``stack_lag_us`` after its run (``add_stack_samples``).
     """
     rng = np.random.default_rng(seed)
     builder = XSpaceBuilder()
@@ -332,7 +334,7 @@ def training_capture(*, steps: int, devices: int = 4, ops_per_step: int = 50, re
         samples.append((step_start, t, "step"))
         t += 5.0
     if sampled:
-        add_stack_samples(host, thread_line_id=1, runs=samples, stacks=sampled_stacks(script))
+        add_stack_samples(host, thread_line_id=1, runs=samples, stacks=sampled_stacks(script), lag_us=stack_lag_us)
     if programs:
         _program_lines(builder, modules, op_lines, step_lines, mod_start, mod_dur, programs)
     else:
@@ -353,13 +355,16 @@ def sampled_stacks(script: str = "train.py") -> dict[str, str]:
 
 def add_stack_samples(host: PlaneBuilder, *, thread_line_id: int, runs: list[tuple[float, float, str]],
                       stacks: dict[str, str], cpu_share: dict[str, float] | None = None,
-                      blocked_share: dict[str, float] | None = None, thread_name: str = "MainThread") -> None:
+                      blocked_share: dict[str, float] | None = None, thread_name: str = "MainThread",
+                      lag_us: float = 0.0) -> None:
     """Sampler events on an emitter line: ``runs`` of the Python thread ``thread_name`` (recorded on
     host line ``thread_line_id``) are (start, end, key into ``stacks``); the
     innermost run at each time wins (a step run holds the forward and read runs inside it), cut
     where the stack changes, as the sampler does. ``cpu_share``: per key, the share of each event's
     time its thread spent on a CPU (the sampler's ``py_cpu_us``); keys without one record none.
-    ``blocked_share``: likewise, the share the sampler found it blocked in a call (``py_seen_blocked_us``)."""
+    ``blocked_share``: likewise, the share the sampler found it blocked in a call (``py_seen_blocked_us``).
+    ``lag_us``: each event opens and closes that much after its run's times, with ``py_lag_us``, as an
+    emitter taking its samples late records them."""
     emitter = host.line(f"{vocabulary.STACK_LINE_PREFIX}{thread_name}")
     bounds = sorted({b for start, end, _ in runs for b in (start, end)})
     for left, right in zip(bounds, bounds[1:]):
@@ -370,9 +375,9 @@ def add_stack_samples(host: PlaneBuilder, *, thread_line_id: int, runs: list[tup
             shares = {stat: share[key] for stat, share in ((vocabulary.PY_CPU_STAT, cpu_share or {}),
                                                             (vocabulary.PY_SEEN_BLOCKED_STAT, blocked_share or {}))
                       if key in share}
-            emitter.event(stack.rsplit("\n", 1)[-1].rsplit("/", 1)[-1], left, right - left, **{
+            emitter.event(stack.rsplit("\n", 1)[-1].rsplit("/", 1)[-1], left + lag_us, right - left, **{
                 vocabulary.PY_STACK_STAT: stack, vocabulary.PY_THREAD_STAT: thread_line_id,
-                vocabulary.PY_THREAD_NAME_STAT: thread_name,
+                vocabulary.PY_THREAD_NAME_STAT: thread_name, **({vocabulary.PY_LAG_STAT: round(lag_us)} if lag_us else {}),
                 **{stat: round(share * (right - left)) for stat, share in shares.items()}})
 
 

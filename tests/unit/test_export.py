@@ -49,6 +49,28 @@ def test_the_export_holds_the_session_and_its_analysis(pod, tmp_path, fmt):
     assert os.stat(path).st_mode & 0o777 == 0o644 and os.listdir(tmp_path) == [f"trace.{fmt}"]
 
 
+def test_python_stack_runs_recorded_late_are_exported_and_analysed_at_their_samples(tmp_path):
+    """The main thread's emitter records a run's event up to ``DRAIN_S`` after its sample (``py_lag_us``):
+    the export places its slice, and the analysis its run, where the run was sampled."""
+    analyses, slices = [], []
+    for lag_us in (0.0, 30_000.0):
+        run = write_session(str(tmp_path / f"lag{lag_us:.0f}"), "s", {
+            "w0_9012": training_capture(steps=6, devices=1, sampled=True, stack_lag_us=lag_us)})
+        analysis = analyze(Session.load(run))
+        export_trace(analysis, path := str(tmp_path / f"lag{lag_us:.0f}.json"), "chrome")
+        analyses.append(analysis)
+        slices.append(sorted((s[1], s[2], s[3]["stack"]) for s in read_chrome(path).slices["w0:9012 /host:CPU / py MainThread"]))
+    # each slice from its sample; its end where the next run began, else (a gap the synthetic runs
+    # leave, which a sampled thread never has) where its event closed, up to the lag later
+    (on_time, late) = slices
+    assert on_time and [(s[0], s[2]) for s in late] == [(s[0], s[2]) for s in on_time]
+    assert all(0 <= b[1] - a[1] <= 30_000_000 for a, b in zip(on_time, late))
+    assert sum(b[1] == a[1] for a, b in zip(on_time, late)) >= len(on_time) / 2
+    on_time, late = (a.findings for a in analyses)  # the same findings, their times but for those gaps
+    assert [(f.kind, f.source) for f in late] == [(f.kind, f.source) for f in on_time]
+    assert all(abs(a.lost_us - b.lost_us) <= 0.02 * a.lost_us + 1 for a, b in zip(on_time, late))
+
+
 def test_a_gap_names_its_cause_line_stack_and_finding(pod, tmp_path):
     path = str(tmp_path / "trace.pftrace")
     export_trace(pod, path, "perfetto")

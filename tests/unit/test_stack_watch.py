@@ -14,7 +14,8 @@ import zlib
 import pytest
 from collectors._stack_watch import Watcher
 
-from collectors.stack_runs import StackReader
+from collectors import stack_runs
+from collectors.stack_runs import KnownStack, KnownStacks, StackReader
 from collectors.stack_sampler import TRIP_THREAD
 from tests.support.cpu_spinner import spinning
 from tests.support.gil_hold import range_lasting
@@ -164,6 +165,25 @@ def test_its_key_names_the_stack_it_returned_and_a_keyed_read_formats_a_stack_on
         assert watcher.key != first_key
         assert reader.read(changed, watcher.depth - watcher.kept, watcher.kept, watcher.key).text == \
             StackReader().read(changed).text and len(formatted) == 3
+    finally:
+        parked.finish()
+
+
+def test_a_wait_given_the_known_stacks_returns_a_known_stacks_entry_instead_of_its_pairs(monkeypatch):
+    """The emitters pass the stacks the readers formatted (``read_stacks()``): a stack found there comes
+    back as its entry, which a reader takes as it takes the pairs, with no pairs built."""
+    monkeypatch.setattr(stack_runs, "_read_stacks", KnownStacks())
+    parked = Parked()
+    try:
+        watcher, known = watcher_of(parked.thread), stack_runs.read_stacks()
+        first = watcher.wait(5.0, known)
+        assert type(first) is tuple and code_names(first)[-1] == "_bootstrap"  # not known yet: its pairs
+        read = StackReader().read(first, key=watcher.key)
+        again = watcher.wait(0.05, known)  # the same stack at the timeout, known now
+        assert type(again) is KnownStack and again.pairs == first
+        assert StackReader().read(again) is read
+        with pytest.raises(TypeError):
+            watcher.wait(0.01, list(known))
     finally:
         parked.finish()
 
@@ -551,6 +571,34 @@ def test_a_tripping_watcher_counts_the_time_it_found_the_thread_blocked_with_tha
         _python_for(0.03)
     assert blocked["_asleep_for"] >= 0.3 * blocks * 0.01 * 1e9, blocked
     assert blocked["_python_for"] <= 0.05 * blocked["_asleep_for"], blocked
+
+
+def test_an_interrupt_ends_a_tripping_watchers_wait_at_once():
+    """The main thread's emitter waits long (``DRAIN_S``); ``flush()`` interrupts it: the current wait
+    returns at once, or else the next one does."""
+    main = threading.main_thread()
+    watcher = Watcher(main.ident, main.native_id, PERIOD_S, 0.0005, 0.008, trips=True)
+    waited = []
+
+    def collect():
+        watcher.wait(5.0)  # the first wait reads the stack at once
+        for _ in range(2):
+            started = time.monotonic()
+            watcher.wait(30.0)
+            waited.append(time.monotonic() - started)
+
+    try:
+        collecting = threading.Thread(target=collect, daemon=True)
+        collecting.start()
+        time.sleep(0.3)  # blocked: no trip runs, nothing is queued, the wait goes on
+        watcher.interrupt()
+        collecting.join(timeout=0.5)
+        watcher.interrupt()  # the second wait, under way or next, returns at once too
+        collecting.join(timeout=5.0)
+    finally:
+        watcher.close()
+    assert not collecting.is_alive() and len(waited) == 2, waited
+    assert 0.1 < waited[0] < 2.0 and waited[1] < 2.0, waited
 
 
 def test_one_watcher_trips_the_main_thread_at_a_time():

@@ -3,7 +3,8 @@
 Contract: ``trace_model(analysis)`` returns a ``TraceModel`` of the analysed session:
 - per worker and capture plane, a process whose tracks are the plane's lines (device timelines,
   host threads with their runtime events and spans, and the sampled Python stacks' lines
-  ``py <thread>``, whose slices carry their ``stack``): every event of the capture, once;
+  ``py <thread>``, whose slices carry their ``stack`` and are placed at their samples, as the
+  analysis places them: ``python_stacks.sampled_times``): every event of the capture, once;
 - per worker, an ``xlaprof <worker>`` process with xlaprof's own layer: per device a ``busy``
   track (the merged executions) and an ``idle`` track whose slices are the idle gap pieces,
   named by cause, with args ``cause``, ``span``, ``source`` (the Python line), ``stack`` and
@@ -25,6 +26,7 @@ from xlaprof.analysis import SessionAnalysis, WorkerAnalysis
 from xlaprof.analysis.common import intervals
 from xlaprof.analysis.findings.advice import FindingKind
 from xlaprof.analysis.findings.findings import Finding
+from xlaprof.analysis.host.python_stacks import ended_where_next_began, sampled_times
 from xlaprof.analysis.idle.attribution import CAUSES
 from xlaprof.xspace import vocabulary
 from xlaprof.xspace.events import Plane, stat_text
@@ -130,8 +132,15 @@ def _add_plane(model: TraceModel, uuids, pid: int, name: str, plane: Plane) -> N
         seen[name] += 1  # lines of one name (two threads called "python") become "python", "python (2)"
         track = _track(model, uuids, process, name if seen[name] == 1 else f"{name} ({seen[name]})")
         sampled = stacks and int(rows[0]) in stacks  # a line of Python stack runs: each carries its stack
-        args = [{"stack": stat_text(stacks.get(int(r)))} for r in rows] if sampled else None
-        model.blocks.append(SliceBlock(track, ev.start_us[rows], ev.dur_us[rows], ev.name[rows], plane.names, args))
+        if not sampled:
+            model.blocks.append(SliceBlock(track, ev.start_us[rows], ev.dur_us[rows], ev.name[rows], plane.names))
+            continue
+        start, end = sampled_times(plane, rows)  # at their samples, not where the emitter recorded them
+        by_start = np.argsort(start, kind="stable")
+        rows, start = rows[by_start], start[by_start]
+        end = ended_where_next_began(np.zeros(rows.size, np.int32), start, end[by_start])
+        args = [{"stack": stat_text(stacks.get(int(r)))} for r in rows]
+        model.blocks.append(SliceBlock(track, start, end - start, ev.name[rows], plane.names, args))
 
 
 def _add_devices(model: TraceModel, uuids, process: int, w: WorkerAnalysis, args: list[dict]) -> None:

@@ -425,18 +425,12 @@ def _sample_runs(plane: Plane, texts: dict, interned: dict[str, int], main_line:
     names = [stat_text(thread_names.get(r, "")) for r in rows.tolist()]
     line = np.array([_place(index_of_id, thread_ids.get(r), name, int(plane.events.line[r]), main_line)
                      for r, name in zip(rows.tolist(), names)], np.int32)
-    cpu, lag, seen_blocked = (_numbers(plane, stat, rows) for stat in
-                              (vocabulary.PY_CPU_STAT, vocabulary.PY_LAG_STAT, vocabulary.PY_SEEN_BLOCKED_STAT))
-    lag = np.nan_to_num(lag)
-    opened = plane.events.start_us[rows]
-    start, end = opened - np.maximum(lag, 0.0), opened + plane.events.dur_us[rows]
+    cpu, seen_blocked = (_numbers(plane, stat, rows) for stat in (vocabulary.PY_CPU_STAT, vocabulary.PY_SEEN_BLOCKED_STAT))
+    start, end = sampled_times(plane, rows)
     order = np.lexsort((start, line))
     line, start, end, stack, cpu, seen_blocked = (values[order] for values in
                                                   (line, start, end, stack, cpu, seen_blocked))
-    # A run ends where the thread's next one began (its sample, not its later event).
-    same_thread = line[1:] == line[:-1]
-    end[:-1][same_thread] = np.minimum(end[:-1][same_thread], np.maximum(start[1:][same_thread],
-                                                                         start[:-1][same_thread]))
+    end = ended_where_next_began(line, start, end)
     keep = _run_heads(line, start, end, stack)
     heads = np.flatnonzero(keep)
     run_end = np.maximum.reduceat(end, heads) if keep.size else end
@@ -447,6 +441,24 @@ def _sample_runs(plane: Plane, texts: dict, interned: dict[str, int], main_line:
     by_line = {int(ln): nm for ln, nm in zip(line.tolist(), (names[i] for i in order.tolist())) if nm}
     return StackSamples([], line[keep], start[keep], run_end, stack[keep], by_line, run_cpu,
                         seen_blocked_us=np.where(telling[keep], run_seen_blocked, np.nan))
+
+
+def sampled_times(plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """When the runs of the sampler's events ``rows`` began and ended: each event moved back to its
+    sample by its ``py_lag_us`` (the emitter opens it once it takes the sample, up to
+    ``stack_sampler.DRAIN_S`` later for the main thread), its end left where it closed."""
+    lag = np.nan_to_num(_numbers(plane, vocabulary.PY_LAG_STAT, rows))
+    opened = plane.events.start_us[rows]
+    return opened - np.maximum(lag, 0.0), opened + plane.events.dur_us[rows]
+
+
+def ended_where_next_began(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``end`` of runs sorted by (``line``, ``start``), each cut where its thread's next run began (its
+    sample, not its later event)."""
+    end, same_thread = end.copy(), line[1:] == line[:-1]
+    end[:-1][same_thread] = np.minimum(end[:-1][same_thread], np.maximum(start[1:][same_thread],
+                                                                         start[:-1][same_thread]))
+    return end
 
 
 def _marked_read_calls(plane: Plane, texts: dict, interned: dict[str, int]) -> ReadCalls:
