@@ -753,8 +753,9 @@ static PyObject *trip_wait(Watcher *w, double timeout_s) {
         if (t->count > 0) {
             return pop(w);
         }
-        /* the first wait reads the stack at once, as one interrupted */
-        if (now_s() >= deadline || w->last.depth == 0 || __atomic_exchange_n(&t->interrupted, 0, __ATOMIC_ACQ_REL)) {
+        /* an interrupted wait reads the stack at once (the interrupt taken: it ends this wait only), as
+         * the first one does */
+        if (__atomic_exchange_n(&t->interrupted, 0, __ATOMIC_ACQ_REL) || now_s() >= deadline || w->last.depth == 0) {
             long long read_ns = now_ns();
             if (wanted_ns < 0) {
                 wanted_ns = wanted_now(w);
@@ -905,7 +906,7 @@ static PyMethodDef watcher_methods[] = {
      "has no frame any more."},
     {"interrupt", (PyCFunction)watcher_interrupt, METH_NOARGS,
      "interrupt(): a tripping Watcher's current wait (else its next one) returns now, as at its timeout "
-     "(the queued samples first); other Watchers' waits end within their period anyway."},
+     "(the queued samples first); other Watchers' waits are not interrupted (they end at a change or their timeout)."},
     {"close", (PyCFunction)watcher_close, METH_NOARGS,
      "close(): a tripping Watcher stops asking its thread for samples (the next wait starts again)."},
     {NULL, NULL, 0, NULL},

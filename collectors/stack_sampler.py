@@ -162,6 +162,7 @@ class _Emitter(threading.Thread):
         self.period_s = 1.0 / rate_hz
         self.running = True
         self.failed = False  # it could not start: its thread gets no other emitter while the recording lasts
+        self.trips = target is threading.main_thread()  # its loop trips the thread, and waits DRAIN_S at a time
         self.ready = threading.Event()  # set as it begins sampling (or gives up)
         self.watcher = None  # its C loop, once it began
 
@@ -180,7 +181,7 @@ class _Emitter(threading.Thread):
             writer = RunWriter(open_event, MAX_EVENT_S)
             watcher = self.watcher = Watcher(target.ident, target.native_id, self.period_s, LATE_S,
                                              max(MAX_BACKOFF_S, self.period_s),
-                                             trips=target is threading.main_thread())
+                                             trips=self.trips)
         except Exception as exc:  # a sampler must never take the worker down
             _warn_once("start", "xlaprof: the stack sampler cannot sample thread %r: %s", target.name, exc)
             self.failed = True
@@ -201,7 +202,7 @@ class _Emitter(threading.Thread):
 
     def _sample(self, recording, watcher, writer: RunWriter) -> None:
         target, reader, known = self.target, StackReader(), read_stacks()
-        timeout_s = DRAIN_S if target is threading.main_thread() else REFRESH_S
+        timeout_s = DRAIN_S if self.trips else REFRESH_S
         while self.running and recording(vocabulary.USER_SPAN_LEVEL):
             # (code, line) pairs, never a frame (which keeps its locals alive), or a known stack's entry
             frames = watcher.wait(timeout_s, known)

@@ -138,7 +138,7 @@ def _add_plane(model: TraceModel, uuids, pid: int, name: str, plane: Plane) -> N
         start, end = sampled_times(plane, rows)  # at their samples, not where the emitter recorded them
         by_start = np.argsort(start, kind="stable")
         rows, start = rows[by_start], start[by_start]
-        end = ended_where_next_began(np.zeros(rows.size, np.int32), start, end[by_start])
+        end = ended_where_next_began(ev.line[rows], start, end[by_start])
         args = [{"stack": stat_text(stacks.get(int(r)))} for r in rows]
         model.blocks.append(SliceBlock(track, start, end - start, ev.name[rows], plane.names, args))
 
