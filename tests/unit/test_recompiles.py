@@ -341,3 +341,32 @@ def test_counts_of_indices_from_a_data_dependent_op_are_not_padded():
     # token ids of a varying length are not lists of indices: [batch, S] with S varying
     why, _ = _one({1: _module(1, [("s64", (2, 16))]), 2: _module(2, [("s64", (2, 24))])})
     assert why.advice != ADVICE_DATA_DEPENDENT_SIZES and why.buckets == {"S": [24]}
+
+
+def test_a_last_smaller_batch_is_told_as_a_data_loaders_last_batch():
+    # Seen on a classifier trained over a DataLoader of 200 samples in batches of 32 (the last 8) and
+    # evaluated in batches of 32 (the last 6): each loop's last batch is a graph of its own.
+    why, _ = _one({1: _module(1, [("s64", (32,)), ("f32", (32, 64)), ("f32", (256, 64))]),
+                   2: _module(2, [("s64", (8,)), ("f32", (8, 64)), ("f32", (256, 64))])})
+    assert why.kind is ChangeKind.SHAPE and why.sizes == {"B": [32, 8]}
+    assert "pad to 32" in why.advice  # the padding rule still stands: one graph, the last batch padded
+    assert "drops from 32 to 8" in why.advice and "drop_last=True" in why.advice
+    assert "pad the last batch to 32 and mask the padded rows" in why.advice
+
+
+@pytest.mark.parametrize("inputs_by_program", [
+    # a batch that grows (a curriculum): the smaller size comes first
+    {1: [("f32", (32, 64))], 2: [("f32", (40, 64))]},
+    # a sequence that gets shorter: not the leading dimension
+    {1: [("s64", (2, 24))], 2: [("s64", (2, 16))]},
+    # the batch and the sequence change together: not a last batch alone
+    {1: [("s64", (32, 24))], 2: [("s64", (8, 16))]},
+    # three batch sizes: buckets, not a last batch
+    {1: [("f32", (32, 64))], 2: [("f32", (24, 64))], 3: [("f32", (8, 64))]},
+    # the leading dimension of one input, the second of another
+    {1: [("f32", (32, 64)), ("f32", (4, 32))], 2: [("f32", (8, 64)), ("f32", (4, 8))]},
+])
+def test_other_size_changes_are_not_told_as_a_last_batch(inputs_by_program):
+    why, _ = _one({k: _module(k, inputs) for k, inputs in inputs_by_program.items()})
+    assert why.kind is ChangeKind.SHAPE and why.buckets
+    assert "drop_last" not in why.advice and "last batch" not in why.advice

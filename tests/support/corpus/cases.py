@@ -101,6 +101,8 @@ CASES: tuple[Case, ...] = (
          bench_only=True),
     Case("tokenizing_loader", "tokenizing_loader", warm=3, window=24, fixes={"host_tracing": ("num_workers",)},
          bench_only=True),
+    Case("last_batch", "last_batch", warm=0, window=12, changed=("16", "8"), fixes={"compile": ("drop_last",)},
+         bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)

@@ -28,7 +28,9 @@ Contract:
   ``dtype``, ``shape`` (dimension sizes: named by symbols, "input 3 (f32[B,256]): B = 8, 12, 16
   across 3 compiles", with buckets to pad to, but none where every input that changes is a list of
   indices, [count, rank] of ints, as nonzero returns: counts of the device's data, which padding
-  the step's inputs does not fix, ``ADVICE_DATA_DEPENDENT_SIZES``; or, where no input changes,
+  the step's inputs does not fix, ``ADVICE_DATA_DEPENDENT_SIZES``; where the leading dimension alone
+  goes from one size to a smaller one, the last batch of a DataLoader's epoch: ``drop_last`` in
+  training, padded and masked in evaluation, ``ADVICE_LAST_BATCH``; or, where no input changes,
   sizes made inside the graph, ``inner_shapes``: "S = 20, 28, 36 ..., made by s64[S] by iota at
   train.py:90", listed in ``intermediates``), ``graph_size`` (same inputs and outputs, a
   different number of instructions: a loop's trip count, a branch on a Python value),
@@ -109,6 +111,10 @@ ADVICE_GROWING_SEQUENCE = (
     "prompt or KV cache) does: pad the prompts to one length and keep the KV cache static (transformers: "
     "generate(..., cache_implementation=\"static\") with padded input_ids and attention_mask), so one graph "
     "serves every length.")
+ADVICE_LAST_BATCH = (
+    "{symbol}, the first dimension of every input that changes, drops from {large} to {small}: the last, "
+    "smaller batch of a DataLoader's epoch does that. In training, DataLoader(..., drop_last=True) leaves "
+    "its graph out; in evaluation, pad the last batch to {large} and mask the padded rows out of the metric.")
 ADVICE_DATA_DEPENDENT_SIZES = (
     "The sizes that change are counts of indices that a data-dependent op found on the "
     "device (nonzero, torch.where(mask), boolean indexing: each input is a list of indices, one row "
@@ -400,12 +406,34 @@ def _shape_summary(inputs: list[diff.SymbolicInput], sizes: dict[str, list[int]]
         suggested, advice = {}, ADVICE_DATA_DEPENDENT_SIZES
     else:
         suggested, advice = _bucket_advice(ADVICE[ChangeKind.SHAPE], sizes)
+        last = _last_batch(inputs, sizes)
+        if last:
+            advice += " " + ADVICE_LAST_BATCH.format(**last)
         if not any(r.source for r in inputs):
             advice += (" Run the worker with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 to name the line that creates "
                        "each input.")
     return ChangeKind.SHAPE, "; ".join(shown) + f"{across}.", {
         "inputs": [dict(number=r.number, pattern=r.pattern, source=r.source, symbols=list(r.symbols)) for r in inputs],
         "sizes": sizes, "buckets": suggested, "advice": advice}
+
+
+def _last_batch(inputs: list[diff.SymbolicInput], sizes: dict[str, list[int]]) -> dict | None:
+    """The symbol, larger and smaller size where one leading dimension alone changes, from a size to
+    a smaller one and nothing else: an epoch's full batches, then its last one (a DataLoader without
+    ``drop_last``); None otherwise (a batch that grows, a sequence length, several sizes)."""
+    if len(sizes) != 1:
+        return None
+    ((symbol, values),) = sizes.items()
+    distinct = list(dict.fromkeys(values))
+    leading = all(_dims(row)[0] == symbol for row in inputs)
+    if len(distinct) != 2 or distinct[0] <= distinct[1] or not leading:
+        return None
+    return {"symbol": symbol, "large": distinct[0], "small": distinct[1]}
+
+
+def _dims(row: diff.SymbolicInput) -> list[str]:
+    """The dimensions of an input's pattern ("f32[B,64]" -> ["B", "64"])."""
+    return row.pattern[row.pattern.index("[") + 1:-1].split(",")
 
 
 _INDEX_DTYPES = ("s64[", "s32[")
@@ -417,7 +445,7 @@ def _index_list(row: diff.SymbolicInput) -> bool:
     argwhere, boolean indexing) returns, a row per hit, so its count is the device's data."""
     if not row.pattern.startswith(_INDEX_DTYPES) or not row.pattern.endswith("]"):
         return False
-    dims = row.pattern[row.pattern.index("[") + 1:-1].split(",")
+    dims = _dims(row)
     return (len(dims) == 2 and dims[0] in row.symbols and dims[1].isdigit()
             and 1 <= int(dims[1]) <= MAX_INDEXED_RANK)
 
