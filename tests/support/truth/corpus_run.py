@@ -113,8 +113,8 @@ class CaseResult:
     truth: Truth
     report: dict
     score: Score
-    # (device time the analysis finds the reads' early graphs ran again, ExecuteTime the arm saved, with
-    # the reads), in the A/B blocks counted: ``table.rerun_against_arm``; None without an arm
+    # (device time the analysis finds the reads' early graphs ran again, device time the arm saved, with
+    # the reads), medians over the A/B pairs counted: ``table.rerun_against_arm``; None without an arm
     rerun: tuple[float, float, float] | None = None
 
     def advice_fits(self) -> bool:
