@@ -190,8 +190,10 @@ def rerun_against_arm(scored, pairs: list[tuple[dict, dict]]) -> tuple[float, fl
         def device_us(block: dict) -> float:
             return float(programs.dur_us[inside(block, programs.start_us)].sum())
 
-        per_pair += [(float(rerun[inside(block, reads.start)].sum()), device_us(block) - device_us(without),
-                      device_us(block)) for block, without in pairs]
+        for block, without in pairs:
+            with_reads = device_us(block)
+            rerun_us = float(rerun[inside(block, reads.start)].sum())
+            per_pair.append((rerun_us, with_reads - device_us(without), with_reads))
     predicted, saved, executed = np.median(np.asarray(per_pair), axis=0)
     return float(predicted), float(saved), float(executed)
 
