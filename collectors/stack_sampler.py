@@ -6,8 +6,9 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   and the rate is not 0, every Python thread but xlaprof's own (names starting "xlaprof"), up to
   ``MAX_THREADS``, gets one emitter thread. Nothing else runs while no capture records. While
   emitters run, they look for new threads every ``POLL_S`` themselves, in their loop, which holds
-  the GIL then, and the controller sleeps until an emitter ends (an emitter that ends forgets
-  itself and wakes it): a controller waking in a long C call that keeps the GIL (gc.collect())
+  the GIL then, and the controller sleeps until the last emitter ends (an emitter that ends forgets
+  itself, and the last one wakes it; a thread that lives a moment, started mid-capture, may get an
+  emitter that ends with it, and the controller sleeps on): a controller waking in a long C call that keeps the GIL (gc.collect())
   often took the GIL before the emitter as the call returned, and the emitter then read the
   thread's stack lines later. A thread whose emitter could not start gets no other one until the
   recording ends.
@@ -198,7 +199,9 @@ class _Emitter(threading.Thread):
                 _held_by_ended[target.ident] = _held_by_ended.get(target.ident, 0) + watcher.held_ns
                 if _emitters.get(target) is self:
                     del _emitters[target]
-            _wake.set()  # the controller restores the switch interval after the last emitter
+                last = not _any_emitter_alive()
+            if last:  # the controller restores the switch interval and polls again; the others forget this one
+                _wake.set()
 
     def _sample(self, recording, watcher, writer: RunWriter) -> None:
         target, reader, known = self.target, StackReader(), read_stacks()
@@ -271,8 +274,8 @@ def _reconcile() -> None:
 
 
 def _any_emitter_alive() -> bool:
-    """Whether an emitter runs (``_lock`` held): each wakes the controller as it ends, and takes the
-    metric snapshots meanwhile."""
+    """Whether an emitter runs (``_lock`` held): the last wakes the controller as it ends, and they take
+    the metric snapshots meanwhile."""
     return any(emitter.is_alive() for emitter in _emitters.values())
 
 
@@ -299,7 +302,7 @@ def _run() -> None:
     while True:
         with _lock:
             sampling = _any_emitter_alive()
-        _wake.wait(None if sampling else POLL_S)  # an emitter wakes the controller as it ends
+        _wake.wait(None if sampling else POLL_S)  # the last emitter wakes the controller as it ends
         _wake.clear()
         _reconcile_safely()
 

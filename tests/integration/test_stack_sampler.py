@@ -259,31 +259,44 @@ OWN_THREADS_SCRIPT = textwrap.dedent('''
         time.sleep(0.2)
         late = threading.Thread(target=time.sleep, args=(0.5,), name="late")
         late.start()
+        let_go = threading.Event()  # a thread whose emitter ends while the others sample
+        short = threading.Thread(target=let_go.wait, name="short")
+        short.start()
+        deadline = time.monotonic() + 5
+        while short not in stack_sampler._emitters and time.monotonic() < deadline:
+            time.sleep(0.01)
+        short_sampled, steady = short in stack_sampler._emitters, len(callers)
+        let_go.set()
+        short.join()
         for _ in range(10):  # a thread being started is listed with its starter's ident until it runs
             brief = threading.Thread(target=int)
             brief.start()
             brief.join()
         time.sleep(0.3)
-        during = callers[first:]
+        during, after_short = callers[first:], callers[steady:]
         threads = sorted(t.name for t in threading.enumerate() if t.name.startswith("xlaprof"))
         kept = stack_sampler._emitters.get(threading.main_thread()) is main_emitter
     metrics_line = stack_sampler.host_line_id(metrics_sampler._sampler.ident)
     print(json.dumps({"path": run.path, "ready": ready, "during": during, "threads": threads, "kept": kept,
-                      "metrics_line": metrics_line}))
+                      "metrics_line": metrics_line, "short_sampled": short_sampled,
+                      "after_short": after_short}))
 ''')
 
 
 def test_xlaprofs_own_threads_keep_off_the_gil_while_emitters_sample(tmp_path):
     """While a capture records, the controller thread wakes at most once (the emitters look for new
-    threads from their own loop, which has the GIL already: a thread started mid-capture is found),
+    threads from their own loop, which has the GIL already: a thread started mid-capture is found;
+    and an emitter that ends while others sample lets it sleep: a thread that lived a moment, its
+    emitter ending with it, woke it in 1 run of 5),
     the metrics thread not at all (the emitters take the periodic snapshots: waking in a long C call
     that kept the GIL, it took the GIL first as the call returned, and the call was named at a later
     line), the capture's start returns once its emitters sample, and the main thread's emitter lasts
     through threads it starts (it took the starting thread for an ended one, in 1 run of 3)."""
     result = _script_process(tmp_path, "own.py", OWN_THREADS_SCRIPT)
     run = json.loads(result.stdout.strip().splitlines()[-1])
-    assert run["ready"] == [True]
+    assert run["ready"] == [True] and run["short_sampled"]
     assert run["during"].count("xlaprof-stacks") <= 1, run["during"]
+    assert "xlaprof-stacks" not in run["after_short"], run["after_short"]
     assert "xlaprof-stack MainThread" in run["during"], run["during"]
     assert "xlaprof-stack late" in run["threads"], run["threads"]
     assert run["kept"]
