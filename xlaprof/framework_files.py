@@ -8,6 +8,7 @@ not framework: a line there is one the user can act on, at the line itself or at
 by the path alone, so it works on a machine other than the worker's. ``is_torch_file(path)``: a
 file of torch, torch_xla, functorch or torchgen (not the standard library): a thread blocked there
 waits on the runtime's own work (the autograd engine's thread, the device), not on the user's I/O.
+``framework_package(path)``: which of those packages ("torch", "torch_xla", ...) the file is in, or None.
 ``is_library_file(path)``: a file of an installed third-party package (site-packages, dist-packages),
 such as diffusers or transformers: the user fixes what happens there at their own call into it.
 ``is_data_loader_file(path)``: a file of torch's ``torch.utils.data`` (the DataLoader, its fetchers
@@ -47,6 +48,12 @@ def is_framework_file(path: str) -> bool:
 @lru_cache(maxsize=8192)
 def is_torch_file(path: str) -> bool:
     return any(p in FRAMEWORK_PACKAGES for p in _SEPARATOR.split(path)[:-1])
+
+
+def framework_package(path: str) -> str | None:
+    """The framework package a file is in ("torch", "torch_xla", ...: its innermost such path
+    component), or None."""
+    return next((p for p in reversed(_SEPARATOR.split(path)[:-1]) if p in FRAMEWORK_PACKAGES), None)
 
 
 def is_data_loader_file(path: str) -> bool:

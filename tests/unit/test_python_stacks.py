@@ -143,6 +143,44 @@ def test_read_advice_fits_a_library_lookup_a_device_index_and_a_step_closure(tmp
         advice_for(FindingKind.TRANSFER_FROM_DEVICE, (), None)
 
 
+SITE = "/venv/lib/python3.11/site-packages"
+
+
+@pytest.mark.parametrize("frame, advice", [
+    ("torch/distributions/distribution.py:321 Distribution._validate_sample", "ADVICE_DISTRIBUTION_CHECK"),
+    ("torch/nn/utils/clip_grad.py:60 _clip_grads_with_norm_", "ADVICE_CLIP_GRAD_CHECK"),
+    ("torch_xla/_patched_functions.py:51 clip_grad_norm_", "ADVICE_CLIP_GRAD_CHECK"),  # torch_xla's, patched in
+    ("torch/amp/grad_scaler.py:356 GradScaler._maybe_opt_step.<locals>.<genexpr>", "ADVICE_GRAD_SCALER_CHECK"),
+    ("torch/_tensor_str.py:150 _tensor_str", None),  # print(t): the user's own read, read less often
+])
+def test_a_read_torchs_python_makes_under_the_users_line_is_named_and_a_check_gets_its_option(tmp_path, frame,
+                                                                                                advice):
+    from xlaprof.analysis.findings import advice as advices
+    builder, host = scenario()
+    python = host.line("python", line_id=1)
+    python.event("SyncTensorsGraphInternal", 150, 30)
+    python.event(TFD, 450, 100)
+    stacks = {"main": MAIN, "read": f"{MAIN}\n{SITE}/{frame}"}
+    add_stack_samples(host, thread_line_id=1, runs=[(0, 120, "main"), (120, 560, "read"), (560, 1000, "main")],
+                      stacks=stacks)
+    out = analysis_json(analysed(tmp_path, builder.to_bytes()))
+    read = next(f for f in out["findings"] if f["kind"] == "transfer_from_device")
+    assert read["source"] == "/work/train.py:20" and read["stack"][-1] == "/work/train.py:20 step"
+    location, function = frame.split(" ")
+    package = location.split("/")[0]
+    assert f"in {package}'s {location.rsplit('/', 1)[-1]} {function}" in read["detail"], read["detail"]
+    expected = getattr(advices, advice) if advice else advices.ADVICE[FindingKind.TRANSFER_FROM_DEVICE]
+    assert read["advice"] == expected
+
+
+def test_a_torch_frame_is_one_below_the_users_line_and_not_the_autograd_engines_wait():
+    distributions = f"{SITE}/torch/distributions/distribution.py:76 Distribution.__init__"
+    assert parse_stack(f"{MAIN}\n{distributions}").torch_frame.label == distributions
+    assert parse_stack(MAIN).torch_frame is None  # the read is the user's line's own (.item())
+    assert parse_stack(f"{MAIN}\n{SITE}/torch/autograd/graph.py:824 _engine_run_backward").torch_frame is None
+    assert parse_stack(f"{SITE}/torch/_tensor.py:10 item").torch_frame is None  # no user line above it
+
+
 def test_frames_name_the_users_line_outside_the_framework():
     stack = parse_stack("/a b/train.py:42 main\n/v/lib/python3.11/site-packages/diffusers/s.py:659 step\n"
                         "/v/lib/python3.11/site-packages/torch/_tensor.py:10 item\n<frozen runpy>:88 _run_code")

@@ -103,6 +103,7 @@ CASES: tuple[Case, ...] = (
          bench_only=True),
     Case("last_batch", "last_batch", warm=0, window=12, changed=("16", "8"), fixes={"compile": ("drop_last",)},
          bench_only=True),
+    Case("policy_rollout", "policy_rollout", warm=2, window=8, without_reads=REPLAYED_READS, bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)

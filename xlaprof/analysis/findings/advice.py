@@ -1,11 +1,15 @@
 """What to do about a finding, fitted to its case: the advice for each kind, refined by the stack.
 
-Contract: ``advice_for(kind, stack, code, in_data_loader=False, rerun_share=0.0)`` returns the
-advice for a finding of ``kind`` whose Python stack (outermost first, "file:line function", down to
-the line) and line text are given, and whose thread ran inside torch's DataLoader
-(``in_data_loader``, frames below the line included):
+Contract: ``advice_for(kind, stack, code, in_data_loader=False, rerun_share=0.0, torch_frame=None)``
+returns the advice for a finding of ``kind`` whose Python stack (outermost first, "file:line
+function", down to the line) and line text are given, and whose thread ran inside torch's DataLoader
+(``in_data_loader``, frames below the line included), or made it in torch's Python below the line
+(``torch_frame``, "file:line function"):
 - a read in a step closure (``xm.add_step_closure``) already runs after the step is dispatched:
   it still waits for that step; read less often or run the closure asynchronously;
+- a read that torch's own Python makes to check a value, where an option turns the check off
+  (``TORCH_CHECKS``: ``torch.distributions``' argument validation, ``clip_grad_norm_``'s
+  ``error_if_nonfinite``, a ``GradScaler``'s inf check, which bfloat16 does without): that option;
 - a table indexed with a device scalar (``x[t]``, ``self.sigmas[i]``) reads the index: it is
   fixed at the call with a CPU index (or a gather on the device), not by reading less often, in a
   library or not (where the line holds no data-dependent op, whose read it would be);
@@ -108,6 +112,26 @@ ADVICE_READ_IN_LIBRARY = (
     "torchmetrics' validate_args=False or nan_strategy=\"disable\"), keep what the library indexes "
     "on the CPU (e.g. a scheduler's timesteps as a Python list or CPU tensor), or pass it a Python "
     "number instead of a device tensor.")
+ADVICE_DISTRIBUTION_CHECK = (
+    "This read is torch.distributions checking its arguments on the host (validate_args, on by default "
+    "unless Python runs with -O): each distribution built and each log_prob of a sample reads a device "
+    "value to test it. Turn the checks off once with "
+    "torch.distributions.Distribution.set_default_validate_args(False), or pass validate_args=False to the "
+    "distribution: its math stays on the device and nothing is read.")
+ADVICE_CLIP_GRAD_CHECK = (
+    "This read is clip_grad_norm_(..., error_if_nonfinite=True) testing the total norm on the host at "
+    "every call. Leave error_if_nonfinite False (its default) and test the norm it returns on the device, "
+    "or read it every N steps.")
+ADVICE_GRAD_SCALER_CHECK = (
+    "This read is a GradScaler's step testing whether the gradients hold an inf or a NaN (found_inf), "
+    "every step, to skip the optimizer's step if so. Loss scaling is for float16: with bfloat16 autocast "
+    "(a TPU's, torch.autocast('xla', dtype=torch.bfloat16)) it is not needed, and without the scaler "
+    "nothing is read; with float16 the scaler, and its read a step, stay.")
+# Reads that torch's (or torch_xla's) own Python makes to check a value, by what their frame
+# ("file:line function") holds, and their fix: torch_xla patches clip_grad_norm_ with its own.
+TORCH_CHECKS = (("/torch/distributions/", ADVICE_DISTRIBUTION_CHECK),
+                ("clip_grad", ADVICE_CLIP_GRAD_CHECK),
+                ("/torch/amp/grad_scaler.py", ADVICE_GRAD_SCALER_CHECK))
 ADVICE_CLOSURE = (
     "This read runs in a step closure (xm.add_step_closure): after the step is dispatched, but it "
     "still blocks until the device has finished that step before the next one can be traced. Run the "
@@ -149,20 +173,26 @@ _HOST_TENSOR = re.compile(r"torch\.(tensor|as_tensor|full|ones|zeros)\(|\.to\(")
 
 
 def advice_for(kind: FindingKind, stack: tuple[str, ...], code: str | None, in_data_loader: bool = False,
-               rerun_share: float = 0.0) -> str:
+               rerun_share: float = 0.0, torch_frame: str | None = None) -> str:
     """The advice for a finding of ``kind`` at ``stack`` (its line's text ``code``); ``rerun_share``:
-    for a read, the share of its cost that its early graph's work run again is."""
-    advice = _advice(kind, stack, code, in_data_loader)
+    for a read, the share of its cost that its early graph's work run again is; ``torch_frame``: the
+    frame in torch's Python below the line where it happened (``PyStack.torch_frame``), if any."""
+    advice = _advice(kind, stack, code, in_data_loader, torch_frame)
     return f"{advice} {ADVICE_RERUN}" if rerun_share >= RERUN_ADVICE_SHARE else advice
 
 
-def _advice(kind: FindingKind, stack: tuple[str, ...], code: str | None, in_data_loader: bool) -> str:
+def _advice(kind: FindingKind, stack: tuple[str, ...], code: str | None, in_data_loader: bool,
+            torch_frame: str | None) -> str:
     source = stack[-1] if stack else ""
     if kind is FindingKind.HOST_TRACING and in_data_loader:
         return ADVICE_LOADER_ON_THIS_THREAD
     if kind is FindingKind.TRANSFER_FROM_DEVICE:
         if any(_CLOSURE.search(frame) for frame in stack):
             return ADVICE_CLOSURE
+        checking = torch_frame and next((advice for path, advice in TORCH_CHECKS
+                                         if path in torch_frame.replace("\\", "/")), None)
+        if checking:  # torch's own check of a value, with an option that turns it off
+            return checking
         data_dependent = bool(code and _DATA_DEPENDENT.search(code))  # the read is that op's, not an index's
         if code and _INDEXED.search(code) and not _EXPLICIT_READ.search(code) and not data_dependent:
             return ADVICE_DEVICE_INDEX

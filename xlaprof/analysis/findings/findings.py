@@ -33,6 +33,7 @@ from xlaprof.analysis.idle.attribution import Cause
 from xlaprof.analysis.idle.call_sites import group_at_call_sites
 from xlaprof.analysis.idle.idle_costs import CauseCost, one_per_line
 from xlaprof.analysis.idle.reads import ReadSummary
+from xlaprof.framework_files import framework_package
 from xlaprof.units import format_duration
 
 # torch_xla's execution cause when a value read (.item(), print) forces a graph to run early.
@@ -156,6 +157,10 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
             count = reads.by_source.get(cost.source, 0) if cost.source else reads.by_span.get(span_key, 0)
         added, rerun = _by_line(cost, reads, span_key, "busy_added"), _by_line(cost, reads, span_key, "rerun")
         what = f"{count} blocking read(s) of device values"
+        if cost.torch_frame and not cost.inside:  # made in torch's Python under the user's line (a check)
+            location, _, function = cost.torch_frame.rpartition(" ")  # a path may hold spaces, a function not
+            package = framework_package(location.rpartition(":")[0]) or "torch"
+            what += f" in {package}'s {short_location(location)} {function}".rstrip()
     elif cost.cause is Cause.TRANSFER_TO_DEVICE:
         what = "host-to-device transfers"
     elif cost.cause is Cause.HOST_TRACING:
@@ -188,7 +193,7 @@ def _cost_finding(cost: CauseCost, compiles: CompileSummary, reads: ReadSummary,
     advised_stack, advised_code = (cost.stack + (cost.inside[0].source,), cost.inside[0].code) if cost.inside \
         else (cost.stack, code)
     advice = advice_for(kind, advised_stack, advised_code, cost.in_data_loader,
-                        rerun / (cost.lost_us + added) if rerun else 0.0)
+                        rerun / (cost.lost_us + added) if rerun else 0.0, cost.torch_frame)
     return Finding(kind, cost.lost_us, cost.span, source, advice, detail, count, cost.stack, code, cost.called_from,
                    cost.inside, added, cost.spans, cost.workers)
 

@@ -16,7 +16,8 @@ Contract:
   DataLoader's worker processes, through a connection's poll or a queue's get): the thread is
   blocked on what another thread or process does, not on its own line.
   ``PyStack.in_runtime``: its innermost frame is torch's or torch_xla's (a wait there is the
-  runtime at work). ``PyStack.in_data_loader``: a frame is torch's DataLoader fetching a batch on
+  runtime at work). ``PyStack.torch_frame``: that innermost frame, where it is torch's Python below
+  ``source`` (a check that ``torch.distributions`` makes), else None. ``PyStack.in_data_loader``: a frame is torch's DataLoader fetching a batch on
   this thread (``_SingleProcessDataLoaderIter``, ``num_workers=0``: the dataset's ``__getitem__`` and
   the collate run here; a loader with workers only receives their batches). ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
   among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
@@ -108,6 +109,17 @@ class PyStack:
     @property
     def in_data_loader(self) -> bool:
         return any(is_data_loader_file(f.file) and f.function.startswith(_IN_THREAD_LOADER) for f in self.frames)
+
+    @property
+    def torch_frame(self) -> Frame | None:
+        """The innermost frame where it is torch's Python below ``source`` (the read that
+        ``torch.distributions`` makes to check its arguments, under the user's ``Categorical(...)``),
+        else None (and None where it is ``backward()`` waiting for the autograd engine's threads)."""
+        i = self.source_index
+        innermost = self.frames[-1] if self.frames else None
+        if innermost is None or i < 0 or i == len(self.frames) - 1 or not is_torch_file(innermost.file):
+            return None
+        return None if self.in_autograd_engine else innermost  # backward() waits for the engine's threads
 
     @property
     def in_autograd_engine(self) -> bool:

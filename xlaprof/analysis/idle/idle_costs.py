@@ -48,6 +48,7 @@ class CauseCost:
     spans: tuple[tuple[str | None, float], ...] = ()  # one_per_line: (span, idle us) per span, costliest first
     workers: tuple[str, ...] = ()  # the workers whose idle time it holds, in worker order
     in_data_loader: bool = False  # the costliest stack runs inside torch's DataLoader (PyStack.in_data_loader)
+    torch_frame: str | None = None  # its innermost frame where torch's Python below ``source`` (PyStack.torch_frame)
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,10 @@ def merge_cost_groups(per_worker: list[list[CostGroup]], labels: list[str]) -> l
     for (cause, span, span_source, source, edge), (us, n, _, stack, workers) in groups.items():
         frames = stack.to_source if stack is not None else ()
         caller = stack.caller if stack is not None else None
+        torch_frame = stack.torch_frame if stack is not None else None
         costs.append(CauseCost(cause, span, span_source, source, us, n, frames, caller, edge, workers=tuple(workers),
-                               in_data_loader=stack is not None and stack.in_data_loader))
+                               in_data_loader=stack is not None and stack.in_data_loader,
+                               torch_frame=torch_frame.label if torch_frame else None))
     return costs
 
 
