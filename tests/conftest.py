@@ -27,23 +27,26 @@ def _capture(port: int, logdir: str, name: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
-def capture_worker(logdir: str, name: str, *args: str, module: str, debug_file: str | None = None) -> str:
-    """Start a workload, capture it with the real CLI as session ``name``, stop it; the session dir."""
-    worker = DemoWorker(*args, debug_file=debug_file, module=module)
+def capture_worker(logdir: str, name: str, *args: str, module: str, debug_file: str | None = None,
+                   env: dict | None = None) -> str:
+    """Start a workload (``env``: variables of its own), capture it with the real CLI as session
+    ``name``, stop it; the session dir."""
+    worker = DemoWorker(*args, debug_file=debug_file, module=module, env=env)
     try:
         return _capture(worker.port, logdir, name)
     finally:
         worker.stop()
 
 
-def capture_arms(logdir: str, arms: dict[str, list[str]], module: str) -> dict[str, tuple[str, object]]:
+def capture_arms(logdir: str, arms: dict[str, list[str]], module: str,
+                 env: dict | None = None) -> dict[str, tuple[str, object]]:
     """``capture_worker`` for each arm (name -> the workload's arguments): its session dir and analysis."""
     from xlaprof.analysis import analyze
     from xlaprof.session import Session
 
     captured = {}
     for arm, args in arms.items():
-        session = capture_worker(logdir, arm, *args, module=module)
+        session = capture_worker(logdir, arm, *args, module=module, env=env)
         captured[arm] = session, analyze(Session.load(session))
     return captured
 
