@@ -104,6 +104,8 @@ CASES: tuple[Case, ...] = (
     Case("last_batch", "last_batch", warm=0, window=12, changed=("16", "8"), fixes={"compile": ("drop_last",)},
          bench_only=True),
     Case("policy_rollout", "policy_rollout", warm=2, window=8, without_reads=REPLAYED_READS, bench_only=True),
+    Case("generate_beams", "generate", ("--static", "--beams"), warm=1, window=12, without_reads=REPLAYED_READS,
+         bench_only=True),
 )
 BY_NAME = {case.name: case for case in CASES}
 SUITE_CASES = tuple(case.name for case in CASES if not case.bench_only)

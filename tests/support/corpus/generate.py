@@ -3,7 +3,7 @@ call, as a chat loop's history grows. ``--static``: the fixed arm, prompts padde
 static KV cache (the accepted fix), so every call has the same shapes; each call ends with a sync, as
 a server hands its tokens on (without it, work after ``generate()``'s last read would never run).
 ``--sample``: tokens sampled (top-k 20, top-p 0.9: a sort, a cumulative sum and ``torch.multinomial``
-each token) instead of the greedy choice.
+each token) instead of the greedy choice. ``--beams``: beam search over two beams instead.
 """
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ def build(torch, device, args: list[str]):
     import torch_xla
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    static, sample = "--static" in args, "--sample" in args
+    static, sample, beams = "--static" in args, "--sample" in args, "--beams" in args
     model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=VOCAB, n_positions=64,
                                        bos_token_id=0, eos_token_id=1, pad_token_id=0)).to(device).eval()
     history = torch.randint(2, VOCAB, (1, 64))
     sampling = dict(do_sample=True, top_k=20, top_p=0.9) if sample else dict(do_sample=False)
+    if beams:
+        sampling["num_beams"] = 2
 
     def step(i: int) -> None:
         length = FIRST_PROMPT + i
