@@ -8,9 +8,9 @@ Contract (names in ``xlaprof.xspace.vocabulary``; the flow of a capture in docs/
   emitters run, they look for new threads every ``POLL_S`` themselves, in their loop, which holds
   the GIL then, and the controller sleeps until the last emitter ends (an emitter that ends forgets
   itself, and the last one wakes it; a thread that lives a moment, started mid-capture, may get an
-  emitter that ends with it, and the controller sleeps on): a controller waking in a long C call that keeps the GIL (gc.collect())
-  often took the GIL before the emitter as the call returned, and the emitter then read the
-  thread's stack lines later. A thread whose emitter could not start gets no other one until the
+  emitter that ends with it, and the controller sleeps on): a controller waking in a long C call
+  that keeps the GIL (gc.collect()) often took the GIL before the emitter as the call returned, and
+  the emitter then read the thread's stack lines later. A thread whose emitter could not start gets no other one until the
   recording ends.
 - An emitter names its OS thread "py <thread name>" (so its TraceMe events form their own host
   line) and samples its thread's stack (code objects and lines: never a tensor, nor a frame) about ``rate`` times a

@@ -47,7 +47,7 @@ def is_framework_file(path: str) -> bool:
 
 @lru_cache(maxsize=8192)
 def is_torch_file(path: str) -> bool:
-    return any(p in FRAMEWORK_PACKAGES for p in _SEPARATOR.split(path)[:-1])
+    return framework_package(path) is not None
 
 
 def framework_package(path: str) -> str | None:

@@ -17,10 +17,11 @@ Contract:
   blocked on what another thread or process does, not on its own line.
   ``PyStack.in_runtime``: its innermost frame is torch's or torch_xla's (a wait there is the
   runtime at work). ``PyStack.torch_frame``: that innermost frame, where it is torch's Python below
-  ``source`` (a check that ``torch.distributions`` makes), else None. ``PyStack.in_data_loader``: a frame is torch's DataLoader fetching a batch on
-  this thread (``_SingleProcessDataLoaderIter``, ``num_workers=0``: the dataset's ``__getitem__`` and
-  the collate run here; a loader with workers only receives their batches). ``PyStack.to_source``: the frames from the outermost down to ``source`` (the user's call site is
-  among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
+  ``source`` (a check that ``torch.distributions`` makes), else None. ``PyStack.in_data_loader``: a
+  frame is torch's DataLoader fetching a batch on this thread (``_SingleProcessDataLoaderIter``,
+  ``num_workers=0``: the dataset's ``__getitem__`` and the collate run here; a loader with workers
+  only receives their batches). ``PyStack.to_source``: the frames from the outermost down to
+  ``source`` (the user's call site is among them), each "file:line function". ``PyStack.caller``: the nearest frame above ``source``
   in another non-framework file (``train.py:42`` for a read inside a library), or None.
   ``PyStack.call_site_index``: the innermost frame in the user's own code (neither framework nor a
   library's), where a line inside a library is fixed; -1 without one. Like ``source``, ``caller`` and
@@ -115,10 +116,9 @@ class PyStack:
         """The innermost frame where it is torch's Python below ``source`` (the read that
         ``torch.distributions`` makes to check its arguments, under the user's ``Categorical(...)``),
         else None (and None where it is ``backward()`` waiting for the autograd engine's threads)."""
-        i = self.source_index
         innermost = self.frames[-1] if self.frames else None
-        if innermost is None or i < 0 or i == len(self.frames) - 1 or not is_torch_file(innermost.file):
-            return None
+        if innermost is None or self.source_index < 0 or not is_torch_file(innermost.file):
+            return None  # (a torch frame is never the source: the source is below it only where there is one)
         return None if self.in_autograd_engine else innermost  # backward() waits for the engine's threads
 
     @property
