@@ -77,9 +77,16 @@ def paging(driver) -> str:
 
 
 def wait_for_page(driver, previous: str) -> str:
-    """Wait until the grid's paging panel says something else than ``previous`` and its rows arrived."""
-    wait(driver, f"(p => p && p.innerText.replace(/\\n/g, ' ') !== {json.dumps(previous)})"
-                 f"(document.querySelector('#gaps-table .ag-paging-panel')) && {GAP_PAGE_LOADED}")
+    """Wait until the grid's paging panel says something else than ``previous`` and its rows arrived;
+    where they do not, say which of the two did not happen."""
+    from selenium.common.exceptions import TimeoutException
+    try:
+        wait(driver, f"(p => p && p.innerText.replace(/\\n/g, ' ') !== {json.dumps(previous)})"
+                     f"(document.querySelector('#gaps-table .ag-paging-panel')) && {GAP_PAGE_LOADED}")
+    except TimeoutException:
+        loaded = driver.execute_script(f"return {GAP_PAGE_LOADED}")
+        raise AssertionError(f"the gaps grid's page: {paging(driver)!r} (before: {previous!r}), its rows "
+                             f"{'loaded' if loaded else 'not loaded'}") from None
     return paging(driver)
 
 
