@@ -115,7 +115,7 @@ class CaseResult:
     score: Score
     # (device time the analysis finds the reads' early graphs ran again, device time the arm saved, with
     # the reads), medians over the A/B pairs counted: ``table.rerun_against_arm``; None without an arm
-    rerun: tuple[float, float, float] | None = None
+    rerun: tuple[float, float, float, float] | None = None
 
     def advice_fits(self) -> bool:
         """The top finding of the truth's dominant cause names the line to change (its ``source``) and
