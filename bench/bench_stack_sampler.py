@@ -20,10 +20,11 @@ changed), and the CPU the emitter threads used. ``--runs N``
 repeats each workload in N fresh processes (their rounds pooled). Run from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 4] [--blocks 40] [--steps 10] [--hz 1000]
-        [--switch-interval-ms 5] [--backoff-ms 1] [--pin-cores] [--no-trips]
+        [--switch-interval-ms 5] [--backoff-ms 1] [--pin-cores] [--no-trips] [--no-marks]
 
 With ``--no-trips`` the main thread is sampled as the other threads are (the emitter takes the GIL
-to compare its stack) instead of tripped (it samples itself in a pending call).
+to compare its stack) instead of tripped (it samples itself in a pending call). With ``--no-marks``
+the reading ops keep their own kernels (``collectors/read_calls.py``): the sampler's cost alone.
 
 With ``--pin-cores`` the process's Python threads (the main thread, the sampler's emitters) and torch's
 autograd engine thread run on one core, the CPU device's native threads on the other
@@ -109,36 +110,29 @@ def sampler_cpu_s() -> float:
     return threads_cpu_ns(sampler.__contains__) * 1e-9
 
 
-class _CountingWatcher:
-    """The sampler's C loop, counting the main thread's samples, those that took the GIL (the
-    thread had run) and its stack reads (the stack changed, or a refresh): the bench's view of the
-    achieved rate."""
+class _MainWatchers:
+    """The sampler's C loops of the main thread, kept as they are made (one a capture), so that their
+    counters (samples, compared: those that took the GIL, returned: the stack reads) give the achieved
+    rate: the loop itself, not a wrapper around its every call (which the emitter's own cost would hold)."""
 
-    main_samples = 0
-    main_compared = 0
-    main_reads = 0
+    def __init__(self, watcher_class, trips: bool) -> None:
+        self._watcher_class, self._trips, self.made = watcher_class, trips, []
 
-    def __init__(self, watcher_class, ident: int, *args, **kwargs) -> None:
-        self._watcher = watcher_class(ident, *args, **kwargs)
-        self._main = ident == threading.main_thread().ident
-        self._counted = self._compared = 0
+    def __call__(self, ident: int, *args, **kwargs):
+        watcher = self._watcher_class(ident, *args, **dict(kwargs, trips=self._trips and kwargs["trips"]))
+        if ident == threading.main_thread().ident:
+            self.made.append(watcher)
+        return watcher
 
-    def __getattr__(self, name: str):  # depth, kept: as the watcher has them
-        return getattr(self._watcher, name)
-
-    def wait(self, timeout_s: float, known=None):
-        frame = self._watcher.wait(timeout_s, known)
-        if self._main:
-            _CountingWatcher.main_samples += self._watcher.samples - self._counted
-            _CountingWatcher.main_compared += self._watcher.compared - self._compared
-            _CountingWatcher.main_reads += 1
-            self._counted, self._compared = self._watcher.samples, self._watcher.compared
-        return frame
+    def counts(self, since: int) -> tuple[int, int, int]:
+        """(samples, compared, returned) of the main thread's loops made from the ``since``-th on."""
+        made = self.made[since:]
+        return (sum(w.samples for w in made), sum(w.compared for w in made), sum(w.returned for w in made))
 
 
 def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms: float | None,
-          backoff_ms: float | None, pin_cores: bool, trips: bool) -> dict:
-    from collectors import stack_sampler
+          backoff_ms: float | None, pin_cores: bool, trips: bool, marks: bool) -> dict:
+    from collectors import read_calls, stack_sampler
 
     if pin_cores:
         from tests.support.workloads.ab_harness import pin_host_and_device
@@ -149,9 +143,9 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
         stack_sampler.SWITCH_INTERVAL_S = switch_interval_ms / 1000
     if backoff_ms is not None:
         stack_sampler.MAX_BACKOFF_S = backoff_ms / 1000
-    watcher_class = stack_sampler.Watcher
-    stack_sampler.Watcher = lambda *args, **kwargs: _CountingWatcher(watcher_class, *args,
-                                                                     **dict(kwargs, trips=trips and kwargs["trips"]))
+    main_watchers = stack_sampler.Watcher = _MainWatchers(stack_sampler.Watcher, trips)
+    if not marks:
+        read_calls.install = lambda: None  # what a capture's start calls to mark the reading ops
     step = _step_of(workload)
     for i in range(10):  # compiles, caches
         step(i)
@@ -163,8 +157,7 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
             for k in range(len(CONDITIONS)):
                 condition = CONDITIONS[(block + k) % len(CONDITIONS)]
                 times, cpu = [], []
-                counted, compared, read = (_CountingWatcher.main_samples, _CountingWatcher.main_compared,
-                                           _CountingWatcher.main_reads)
+                made = len(main_watchers.made)
                 with _condition(condition, logdir, hz) as run:
                     started = time.perf_counter()
                     for _ in range(steps):
@@ -181,11 +174,12 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
                 if condition == ON:
                     (path,) = glob.glob(os.path.join(run.path, "*.xplane.pb"))
                     bytes_per_s.append(sample_bytes(path) / recorded_s)
-                    if _CountingWatcher.main_samples == counted:
+                    samples, compared, read = main_watchers.counts(made)
+                    if samples == 0:
                         raise SystemExit("the stack sampler took no sample of the main thread (see its warning)")
-                    main_rate.append((_CountingWatcher.main_samples - counted) / recorded_s)
-                    compare_rate.append((_CountingWatcher.main_compared - compared) / recorded_s)
-                    read_rate.append((_CountingWatcher.main_reads - read) / recorded_s)
+                    main_rate.append(samples / recorded_s)
+                    compare_rate.append(compared / recorded_s)
+                    read_rate.append(read / recorded_s)
     return {"step_ms": {c: [x * 1e3 for x in v] for c, v in step_s.items()},
             "cpu_ms": {c: [x * 1e3 for x in v] for c, v in cpu_s.items()},
             "bytes_per_s": statistics.median(bytes_per_s), "main_samples_per_s": statistics.median(main_rate),
@@ -241,15 +235,18 @@ def main() -> None:
                              "threads on the second")
     parser.add_argument("--no-trips", action="store_true",
                         help="sample the main thread as the other threads are, taking the GIL, not tripped")
+    parser.add_argument("--no-marks", action="store_true",
+                        help="leave the reading ops their own kernels: the sampler's cost without the read marks'")
     parser.add_argument("--child", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.hz, args.steps, args.blocks, args.switch_interval_ms,
-                               args.backoff_ms, args.pin_cores, not args.no_trips)))
+                               args.backoff_ms, args.pin_cores, not args.no_trips, not args.no_marks)))
         return
     forwarded = ["--hz", str(args.hz), "--steps", str(args.steps), "--blocks", str(args.blocks)]
     forwarded += ["--pin-cores"] if args.pin_cores else []
     forwarded += ["--no-trips"] if args.no_trips else []
+    forwarded += ["--no-marks"] if args.no_marks else []
     for flag, value in (("--switch-interval-ms", args.switch_interval_ms), ("--backoff-ms", args.backoff_ms)):
         if value is not None:
             forwarded += [flag, str(value)]
@@ -257,7 +254,8 @@ def main() -> None:
           + (f", switch interval {args.switch_interval_ms:g} ms" if args.switch_interval_ms is not None else "")
           + (f", back-off up to {args.backoff_ms:g} ms" if args.backoff_ms is not None else "")
           + (", pinned: Python on one core, the device on the other" if args.pin_cores else "")
-          + (", the main thread not tripped" if args.no_trips else ""))
+          + (", the main thread not tripped" if args.no_trips else "")
+          + (", the reads not marked" if args.no_marks else ""))
     for workload in args.workload or WORKLOADS:
         runs = []
         for _ in range(args.runs):

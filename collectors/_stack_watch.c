@@ -21,23 +21,24 @@
  *   running Python between short calls that let go of the GIL, which was sampled at those calls.
  * Getting the GIL more than late_s after a pause means the GIL or a core was busy: the period then
  * doubles, up to max_backoff_s, until it comes promptly again. `samples` counts the samples,
- * `compared` those that took the GIL. `cpu_ns` is the thread's CPU time (ns, -1 where it cannot be
- * read) as of the last sample. `wanted_ns` is, as of the last sample that compared the stack (read
- * without the GIL), the time the thread was on a CPU or waiting for one (runnable: on a loaded host
- * Python that wants to run waits there), from its /proc schedstat (its CPU time where that cannot
- * be read): the caller tells the time the thread ran Python from the time it was blocked (in a
- * sleep, a queue, a read). `sampled_ns` is when (CLOCK_MONOTONIC, ns) the sample that returned last
- * was taken, with `wanted_ns`, before the wait for the GIL, where the thread kept the GIL through
- * most of that wait (it was on a CPU or runnable: a long C call such as gc.collect(), which lets go
- * of it only once it returns): it ran, from then on, the line of the stack read once the GIL came.
- * Where it did not (it waited for the GIL too), `sampled_ns` is when the stack was read, as the
- * line it waited at is known from then, and `wanted_ns` is read again then: a run's time and its
- * CPU time are always of the same two moments. The caller records the event later (once it has the
- * GIL and a core), and says by how much. After a return, `depth` is the stack's number of frames
- * and `kept` how many of its outermost frames (code and line) are those of the stack returned
- * before: the caller formats only the `depth - kept` innermost ones, and `key` names the stack
- * (bytes: each frame's code object, its address, and line; the caller keeps the text of a stack it
- * formatted under it, with its code objects, so that no other code can take their addresses). `held_ns` is how long (ns, of
+ * `compared` those that took the GIL, `returned` the stacks wait() returned. `cpu_ns` is the
+ * thread's CPU time (ns, -1 where it cannot be read) as of the last sample. `wanted_ns` is, as of
+ * the last sample that compared the stack (read without the GIL), the time the thread was on a CPU
+ * or waiting for one (runnable: on a loaded host Python that wants to run waits there), from its
+ * /proc schedstat (its CPU time where that cannot be read): the caller tells the time the thread
+ * ran Python from the time it was blocked (in a sleep, a queue, a read). `sampled_ns` is when
+ * (CLOCK_MONOTONIC, ns) the sample that returned last was taken, with `wanted_ns`, before the wait
+ * for the GIL, where the thread kept the GIL through most of that wait (it was on a CPU or
+ * runnable: a long C call such as gc.collect(), which lets go of it only once it returns): it ran,
+ * from then on, the line of the stack read once the GIL came. Where it did not (it waited for the
+ * GIL too), `sampled_ns` is when the stack was read, as the line it waited at is known from then,
+ * and `wanted_ns` is read again then: a run's time and its CPU time are always of the same two
+ * moments. The caller records the event later (once it has the GIL and a core), and says by how
+ * much. After a return, `depth` is the stack's number of frames and `kept` how many of its
+ * outermost frames (code and line) are those of the stack returned before: the caller formats only
+ * the `depth - kept` innermost ones, and `key` names the stack (bytes: each frame's code object,
+ * its address, and line; the caller keeps the text of a stack it formatted under it, with its code
+ * objects, so that no other code can take their addresses). `held_ns` is how long (ns, of
  * CLOCK_MONOTONIC) the calling thread has held the GIL from its first wait on, up to its latest
  * release of it: the time another thread that wanted to run Python waited for the sampler (its own
  * Python between two waits is counted too: it formats and records the stack with the GIL held).
@@ -164,6 +165,7 @@ struct Watcher {
     double period_s, late_s, max_backoff_s, sleep_s;
     uint64_t rng;
     unsigned long long samples, compared; /* samples taken so far, and those that took the GIL */
+    unsigned long long returned;          /* stacks wait() returned */
     unsigned long long pending_wakes; /* wake-ups of the tripping thread that found its ask pending */
     Frames last, next;                    /* the stack returned last; room for the next one */
     Py_ssize_t depth, kept; /* of the stack returned last: frames, and outermost ones equal to the one before */
@@ -816,6 +818,9 @@ static PyObject *watcher_wait(Watcher *w, PyObject *args) {
     w->known = known == Py_None ? NULL : known; /* the caller's argument: alive through the call */
     PyObject *stack = w->tripper != NULL ? trip_wait(w, timeout_s) : watch_wait(w, timeout_s);
     w->known = NULL;
+    if (stack != NULL && stack != Py_None) {
+        w->returned++;
+    }
     return stack;
 }
 
@@ -915,6 +920,7 @@ static PyMethodDef watcher_methods[] = {
 static PyMemberDef watcher_members[] = {
     {"samples", T_ULONGLONG, offsetof(Watcher, samples), READONLY, "samples taken so far"},
     {"compared", T_ULONGLONG, offsetof(Watcher, compared), READONLY, "samples that took the GIL to compare the stack"},
+    {"returned", T_ULONGLONG, offsetof(Watcher, returned), READONLY, "stacks wait() returned"},
     {"pending_wakes", T_ULONGLONG, offsetof(Watcher, pending_wakes), READONLY,
      "wake-ups of a tripping Watcher's thread that found its ask not answered yet (the thread in a C call "
      "or blocked): one per block where the thread is blocked (it parks then)"},

@@ -17,7 +17,7 @@ from tests.conftest import capture_arms
 from tests.support.oracle import transfers_in_capture
 from tests.support.workers import REPO, run_python, source_line
 from tests.support.workloads import diffusers_worker, tiny_scheduler
-from tests.support.workloads.recompile_worker import FAST_COMPILE_XLA_FLAGS
+from tests.support.workloads.recompile_worker import FAST_COMPILE_ENV
 from xlaprof.analysis.findings.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
 from xlaprof.report import analysis_json
 
@@ -124,8 +124,7 @@ def diffusers_reports(tmp_path_factory) -> dict[str, tuple[str, dict]]:
     arms = {"dpm": [], "unet_only": ["--unet-only"]}  # the A/B arm: the UNet alone, without the scheduler
     # Compiled without LLVM's optimizations (the same graphs, the UNet's compiles in half the time): no
     # test here weighs the arms' costs against each other.
-    captured = capture_arms(str(tmp_path_factory.mktemp("diffusers")), arms, DIFFUSERS,
-                            env={"XLA_FLAGS": FAST_COMPILE_XLA_FLAGS})
+    captured = capture_arms(str(tmp_path_factory.mktemp("diffusers")), arms, DIFFUSERS, env=FAST_COMPILE_ENV)
     return {arm: (session, analysis_json(analysis)) for arm, (session, analysis) in captured.items()}
 
 
@@ -138,7 +137,7 @@ def test_reads_deep_inside_diffusers_are_one_finding_at_the_users_call(diffusers
     assert set(transfers["by_source"]) == {row["source"] for row in rows}
     # The truth, measured apart with torch_xla's metrics: one lookup reads at .nonzero(), then .item().
     lookup_run = run_python("from tests.support.workloads import dpm_lookup_reads; dpm_lookup_reads.main()",
-                            env={"PYTHONPATH": REPO, "XLA_FLAGS": FAST_COMPILE_XLA_FLAGS})
+                            env={"PYTHONPATH": REPO, **FAST_COMPILE_ENV})
     assert lookup_run.returncode == 0, lookup_run.stderr[-2000:]
     measured = json.loads(lookup_run.stdout)
     reading_lines = {f"{measured['file']}:{line}" for line, _ in measured["reads"]}

@@ -13,7 +13,7 @@ from tests.conftest import capture_arms
 from tests.support.oracle import transfers_in_capture
 from tests.support.workers import source_line
 from tests.support.workloads import gpt2_worker
-from tests.support.workloads.recompile_worker import FAST_COMPILE_XLA_FLAGS
+from tests.support.workloads.recompile_worker import FAST_COMPILE_ENV
 from xlaprof.report import analysis_json
 
 pytestmark = pytest.mark.torch_xla
@@ -38,7 +38,7 @@ def reports(tmp_path_factory, arms: dict[str, list[str]], env: dict | None = Non
 def truth_sessions(tmp_path_factory) -> dict[str, tuple[str, dict]]:
     # Compiled without LLVM's optimizations (the same graphs in two thirds of the time): no test of GPT-2
     # weighs the arms' costs against each other (the A/B arm is checked for having no reads).
-    return reports(tmp_path_factory, ARMS, env={"XLA_FLAGS": FAST_COMPILE_XLA_FLAGS})
+    return reports(tmp_path_factory, ARMS, env=FAST_COMPILE_ENV)
 
 
 @pytest.fixture(scope="module")

@@ -188,12 +188,13 @@ def test_a_wait_given_the_known_stacks_returns_a_known_stacks_entry_instead_of_i
         parked.finish()
 
 
-def test_a_thread_that_ended_gives_none():
+def test_a_thread_that_ended_gives_none_and_returned_counts_the_stacks_only():
     parked = Parked()
     watcher = watcher_of(parked.thread)
-    assert watcher.wait(1.0) is not None
+    assert watcher.wait(1.0) is not None and watcher.wait(0.01) is not None
     parked.finish()
     assert watcher.wait(1.0) is None
+    assert watcher.returned == 2
 
 
 def test_the_watcher_keeps_no_frame_alive():

@@ -29,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # device whose programs run about 25% slower): GPT-2's graphs compile about 3x faster, and the HLO
 # (what the recompile explainer reads) is the same.
 FAST_COMPILE_XLA_FLAGS = "--xla_backend_optimization_level=0"
+FAST_COMPILE_ENV = {"XLA_FLAGS": FAST_COMPILE_XLA_FLAGS}  # a worker's environment variables, compiling fast
 
 STEPS = 6
 GPT2_LENGTHS = (40, 16, 24)  # step k trains on GPT2_LENGTHS[k % 3]
