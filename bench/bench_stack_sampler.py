@@ -16,7 +16,8 @@ drift across a run and a process that is faster or slower throughout). It also r
 the samples add to the capture (bytes per second of capture: the size of the emitter lines in the
 capture file), the samples per second the main thread actually got, how many of them took the GIL
 (the thread had run since the last one) and how many read its stack in Python (the stack had
-changed), and the CPU the emitter threads used. ``--runs N``
+changed), the CPU the emitter threads used, and how long the main thread's emitter held the GIL
+(``stack_sampler.gil_held_ns``: its Python between waits, the metric snapshots too). ``--runs N``
 repeats each workload in N fresh processes (their rounds pooled). Run from the repo root:
 
     .venv/bin/python bench/bench_stack_sampler.py [--runs 4] [--blocks 40] [--steps 10] [--hz 1000]
@@ -150,14 +151,15 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
     for i in range(10):  # compiles, caches
         step(i)
     step_s, cpu_s = {c: [] for c in CONDITIONS}, {c: [] for c in CONDITIONS}
-    bytes_per_s, main_rate, compare_rate, read_rate, sampler_cpu = [], [], [], [], []
+    bytes_per_s, main_rate, compare_rate, read_rate, sampler_cpu, gil_held = [], [], [], [], [], []
+    main_ident = threading.main_thread().ident
     n = 10
     with tempfile.TemporaryDirectory(prefix="xlaprof-bench-") as logdir:
         for block in range(blocks):
             for k in range(len(CONDITIONS)):
                 condition = CONDITIONS[(block + k) % len(CONDITIONS)]
                 times, cpu = [], []
-                made = len(main_watchers.made)
+                made, held_ns = len(main_watchers.made), stack_sampler.gil_held_ns(main_ident)
                 with _condition(condition, logdir, hz) as run:
                     started = time.perf_counter()
                     for _ in range(steps):
@@ -180,11 +182,12 @@ def child(workload: str, hz: float, steps: int, blocks: int, switch_interval_ms:
                     main_rate.append(samples / recorded_s)
                     compare_rate.append(compared / recorded_s)
                     read_rate.append(read / recorded_s)
+                    gil_held.append((stack_sampler.gil_held_ns(main_ident) - held_ns) * 1e-9 / recorded_s)
     return {"step_ms": {c: [x * 1e3 for x in v] for c, v in step_s.items()},
             "cpu_ms": {c: [x * 1e3 for x in v] for c, v in cpu_s.items()},
             "bytes_per_s": statistics.median(bytes_per_s), "main_samples_per_s": statistics.median(main_rate),
             "main_compared_per_s": statistics.median(compare_rate), "main_reads_per_s": statistics.median(read_rate),
-            "sampler_cpu": statistics.median(sampler_cpu)}
+            "sampler_cpu": statistics.median(sampler_cpu), "gil_held": statistics.median(gil_held)}
 
 
 @contextlib.contextmanager
@@ -275,7 +278,8 @@ def main() -> None:
               f"main thread sampled {statistics.median(r['main_samples_per_s'] for r in runs):.0f} times/s "
               f"({statistics.median(r['main_compared_per_s'] for r in runs):.0f} took the GIL), "
               f"its stack read {statistics.median(r['main_reads_per_s'] for r in runs):.0f} times/s; "
-              f"the sampler's threads used {100 * statistics.median(r['sampler_cpu'] for r in runs):.1f}% of a core")
+              f"the sampler's threads used {100 * statistics.median(r['sampler_cpu'] for r in runs):.1f}% of a core, "
+              f"its emitter held the GIL {1e3 * statistics.median(r['gil_held'] for r in runs):.1f} ms a second")
 
 if __name__ == "__main__":
     main()

@@ -46,33 +46,35 @@
  * Watcher(..., trips=True) watches the main thread (`ident` must be it) another way, as a thread
  * waiting for the GIL is starved by one that runs Python between short calls letting go of it (a
  * tokenizer's, a torch op's): each release starts the waiter's switch interval over, and such a
- * waiter sampled only those calls. A thread of its own, `xlaprof-trip`, which never takes the GIL,
- * sleeps the jittered period (backing off while its wake-ups come late) and, where its last ask was
- * answered, asks the main thread for a pending call (Py_AddPendingCall, with its interpreter told
- * to look: collectors/_eval_break.c), and asks nothing more until the call ran (parked once it is
- * left pending by a thread that has not run since it last looked, as in a long read, or for
- * PARK_PERIODS periods: see trip_loop; `pending_wakes` counts its wake-ups that found the ask
- * pending). The thread runs the call at its next check for pending work (a call's return, a loop's
- * jump), so at the stack it had when asked: at once where it runs Python, on its return where it
- * was in a C call or blocked (a sleep, a read, a wait for the GIL). The call compares that stack
- * with the last one, in C, with no hand-off of the GIL, and records it where it changed, stamped at
- * the ask. The samples wait in a ring of RING until wait() returns them, one a call, oldest first
- * (with `depth`, `kept`, `sampled_ns` and `wanted_ns` of each). A call that ran more than IN_CALL_NS
- * after its ask found the thread in a call of its stack (a C call, a block) from the ask on, and
- * the time from the ask to the call the thread was neither on a CPU nor runnable it was blocked
- * there: `seen_blocked_ns` is the Watcher's total of those times, each added after the sample read
- * with it, so that its growth from a sample to the next is the time the first one's run was seen
- * blocked in its calls (the analysis tells by it a line that blocks from one the thread was off the
- * CPUs at, unseen; a thread kept from its core on a busy host answers late too, runnable). At
- * timeout_s a wait reads the stack itself: where a call is still pending, the stack has not moved
- * since the ask (the call would have run first), and a change is stamped then; an unchanged stack is
- * returned again, stamped when read. A sample dropped as the ring was full leaves the next one with
- * no kept frame. interrupt() ends its current wait at once, as at its timeout (flush() in
- * collectors/stack_sampler.py: its caller waits long, the samples queue meanwhile). close() stops the
- * tripping thread (a wait starts it again); one Watcher at a time
- * trips the main thread (another one's wait raises RuntimeError until it is closed). The
- * interpreter's flag is set only while the main thread holds the GIL: the process's other Python
- * threads, running while it is in a long C call, do not find it set for nothing.
+ * waiter sampled only those calls. A thread of its own, `xlaprof-trip`, which never takes the GIL
+ * and runs as SCHED_BATCH (its wake-ups wait for a busy core's slice to end instead of preempting
+ * the thread on it: fewer samples on a busy core, not a stalled main thread), sleeps the jittered
+ * period (backing off while its wake-ups come late) and, where its last ask was answered, asks the
+ * main thread for a pending call (Py_AddPendingCall, with its interpreter told to look:
+ * collectors/_eval_break.c), and asks nothing more until the call ran (parked once it is left
+ * pending by a thread that has not run since it last looked, as in a long read, or for PARK_PERIODS
+ * periods: see trip_loop; `pending_wakes` counts its wake-ups that found the ask pending). The
+ * thread runs the call at its next check for pending work (a call's return, a loop's jump), so at
+ * the stack it had when asked: at once where it runs Python, on its return where it was in a C call
+ * or blocked (a sleep, a read, a wait for the GIL). The call compares that stack with the last one,
+ * in C, with no hand-off of the GIL, and records it where it changed, stamped at the ask. The
+ * samples wait in a ring of RING until wait() returns them, one a call, oldest first (with `depth`,
+ * `kept`, `sampled_ns` and `wanted_ns` of each). A call that ran more than IN_CALL_NS after its ask
+ * found the thread in a call of its stack (a C call, a block) from the ask on, and the time from
+ * the ask to the call the thread was neither on a CPU nor runnable it was blocked there:
+ * `seen_blocked_ns` is the Watcher's total of those times, each added after the sample read with
+ * it, so that its growth from a sample to the next is the time the first one's run was seen blocked
+ * in its calls (the analysis tells by it a line that blocks from one the thread was off the CPUs
+ * at, unseen; a thread kept from its core on a busy host answers late too, runnable). At timeout_s
+ * a wait reads the stack itself: where a call is still pending, the stack has not moved since the
+ * ask (the call would have run first), and a change is stamped then; an unchanged stack is returned
+ * again, stamped when read. A sample dropped as the ring was full leaves the next one with no kept
+ * frame. interrupt() ends its current wait at once, as at its timeout (flush() in
+ * collectors/stack_sampler.py: its caller waits long, the samples queue meanwhile). close() stops
+ * the tripping thread (a wait starts it again); one Watcher at a time trips the main thread
+ * (another one's wait raises RuntimeError until it is closed). The interpreter's flag is set only
+ * while the main thread holds the GIL: the process's other Python threads, running while it is in a
+ * long C call, do not find it set for nothing.
  *
  * stack_key(frame) is the identity of `frame`'s stack as bytes: each frame's code object (its
  * address) and last instruction, innermost first. Equal keys are the same stack, line for line, while
@@ -89,6 +91,7 @@
 #include <structmember.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -664,6 +667,11 @@ static void *trip_loop(void *arg) {
     Tripper *t = arg;
     Watcher *w = t->watcher; /* outlives this thread: it is joined first */
     prctl(PR_SET_NAME, "xlaprof-trip", 0, 0, 0);
+    /* SCHED_BATCH: its wake-ups do not preempt the thread running on a core (the main thread, the
+     * device's), which then waited on the run queue (on the 2-core CPU device, 1.4-1.8 preemptions of
+     * the main thread a demo step, against 0.2-0.4); it keeps its fair share of a busy core, later. */
+    struct sched_param batch = {.sched_priority = 0};
+    sched_setscheduler(0, SCHED_BATCH, &batch); /* where it is refused, the default policy */
     while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE) && !finalizing()) {
         double pause = t->sleep_s * (0.5 + uniform(&t->rng)), asleep = now_s();
         sleep_for(pause);

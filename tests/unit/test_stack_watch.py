@@ -513,12 +513,23 @@ def test_a_tripping_watcher_reads_the_main_thread_blocked_in_a_call_itself():
     assert max(refresh_lags) < 50, refresh_lags
 
 
+def _tripping_thread() -> int:
+    """The thread id of this process's tripping thread (Linux)."""
+    (task,) = [tid for tid, name in thread_names().items() if name == TRIP_THREAD]
+    return task
+
+
 def _tripping_thread_wakes() -> int:
     """How many times this process's tripping thread was switched to so far (Linux)."""
-    (task,) = [tid for tid, name in thread_names().items() if name == TRIP_THREAD]
-    with open(f"/proc/self/task/{task}/status") as status:
+    with open(f"/proc/self/task/{_tripping_thread()}/status") as status:
         return sum(int(line.split()[1]) for line in status
                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+
+
+def test_the_tripping_thread_runs_as_a_batch_thread_whose_wake_ups_preempt_no_one():
+    with tripping_the_main_thread(lambda watcher, stack: None):
+        _python_for(0.02)
+        assert os.sched_getscheduler(_tripping_thread()) == os.SCHED_BATCH
 
 
 def test_the_tripping_thread_parks_through_a_long_block_and_samples_the_python_after_it():
