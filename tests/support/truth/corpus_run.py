@@ -2,7 +2,10 @@
 
 ``record_corpus(workdir, names, fast_compile=False)`` runs ``runner`` in ``lines`` then ``capture`` mode
 (processes one after the other: the capture's timings are not shared with the tracer's) and returns
-the two records. The cases with an A/B arm without reads are captured in a process of their own, its
+the two records. The tracer's processes take the cases as the capture's do, the same cases in each in
+the same order: a case runs after the cases its process ran before it in both (state one leaves
+behind changes what the next one does: TorchDynamo, once it has compiled a frame, turns
+torch.distributions' argument checks and their reads off in the whole process). The cases with an A/B arm without reads are captured in a process of their own, its
 host and device threads pinned to two cores (a read's cost is measured there); the others as a user
 runs them. The line tracer records counts only (reads, compiles and fallbacks by line), so its
 process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``: the same graphs and
@@ -85,26 +88,32 @@ def _capture_processes(names: list[str], apart: bool) -> list[tuple[str, str, li
 def record_corpus(workdir: str, names: list[str], timeout: float = 1500, fast_compile: bool = False,
                   apart: bool = False) -> dict[str, dict]:
     """``{"lines": ..., "capture": ...}``: the runner's two records of the named cases; with ``apart``
-    each case captured in a process of its own, as a user runs a script (no other case's threads
+    each case traced and captured in processes of its own, as a user runs a script (no other case's threads
     alive beside it: loader threads, a tqdm monitor, queue feeders)."""
     logdir = os.path.join(workdir, "logs")
-    _run("lines", names, os.path.join(workdir, "lines.json"), logdir, timeout, fast_compile=True)
-    for record, group, cases in _capture_processes(names, apart):
-        _run("capture", cases, os.path.join(workdir, f"{record}.json"), logdir, timeout, group == PINNED,
-             fast_compile=fast_compile and group == FAST)
+    for mode, record, group, cases in _processes(names, apart):
+        _run(mode, cases, os.path.join(workdir, f"{record}.json"), logdir, timeout, group == PINNED,
+             fast_compile=mode == "lines" or fast_compile and group == FAST)
     return load_records(workdir)
 
 
+def _processes(names: list[str], apart: bool) -> list[tuple[str, str, str, list[str]]]:
+    """``(mode, record file, group, cases)`` of each runner process, in the order they run: the line
+    tracer's (unpinned), then the capture's, over the same cases in each."""
+    captures = _capture_processes(names, apart)
+    return [("lines", f"lines-{record}", None, cases) for record, _, cases in captures] + \
+        [("capture", record, group, cases) for record, group, cases in captures]
+
+
 def load_records(workdir: str) -> dict[str, dict]:
-    def load(path: str) -> dict:
-        if not os.path.exists(path):
-            return {}
-        with open(path) as handle:
-            return json.load(handle)
-    captured = {}
-    for path in sorted(glob.glob(os.path.join(workdir, "capture*.json"))):
-        captured.update(load(path))
-    return {"lines": load(os.path.join(workdir, "lines.json")), "capture": captured}
+    def merged(prefix: str) -> dict:
+        records = {}
+        for path in sorted(glob.glob(os.path.join(workdir, f"{prefix}*.json"))):
+            with open(path) as handle:
+                records.update(json.load(handle))
+        return records
+
+    return {"lines": merged("lines"), "capture": merged("capture")}
 
 
 @dataclass

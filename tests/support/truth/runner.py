@@ -17,9 +17,9 @@ with the two contending for them).
 ``"ab_session"``, the A/B capture's path, which names each block by a span of its arm,
 ``ab_harness.READS_ARM`` or ``NO_READS_ARM``) or ``{"compiles", "reads", "fallbacks"}`` (lines),
 rewritten after each case.
-Each case seeds torch with 0 before building, and both modes run the same cases in the same order,
-so the two processes take the same steps (``corpus_run`` captures the cases in groups, or each case,
-in a process of its own; a case compiles its own graphs while warming up, and the harness syncs
+Each case seeds torch with 0 before building, and ``corpus_run`` gives both modes' processes the same
+cases in the same order (in groups, or each case in a process of its own), so the two take the same
+steps, after the same cases (a case compiles its own graphs while warming up, and the harness syncs
 before its window).
 """
 from __future__ import annotations
