@@ -29,7 +29,6 @@ def test_apart_each_case_has_a_process_and_a_record_of_its_own_of_its_kind():
     assert all(record.startswith(group) for record, group, _ in processes)
 
 
-
 @pytest.mark.parametrize("apart", [False, True])
 def test_the_tracer_takes_the_cases_as_the_capture_does_each_process_before_the_captures(apart):
     processes = _processes(NAMES, apart)

@@ -1,23 +1,24 @@
 """The corpus run end to end: both runner processes, then each case's session analysed and scored.
 
-``record_corpus(workdir, names, fast_compile=False)`` runs ``runner`` in ``lines`` then ``capture`` mode
-(processes one after the other: the capture's timings are not shared with the tracer's) and returns
-the two records. The tracer's processes take the cases as the capture's do, the same cases in each in
-the same order: a case runs after the cases its process ran before it in both (state one leaves
+``record_corpus(workdir, names, fast_compile=False)`` runs ``runner`` in ``lines`` then ``capture``
+mode (processes one after the other: the capture's timings are not shared with the tracer's) and
+returns the two records. The tracer's processes take the cases as the capture's do, the same cases in
+each in the same order: a case runs after the cases its process ran before it in both (state one leaves
 behind changes what the next one does: TorchDynamo, once it has compiled a frame, turns
-torch.distributions' argument checks and their reads off in the whole process). The cases with an A/B arm without reads are captured in a process of their own, its
-host and device threads pinned to two cores (a read's cost is measured there); the others as a user
-runs them. The line tracer records counts only (reads, compiles and fallbacks by line), so its
-process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``: the same graphs and
-compiles, each compile about half as long) and keeps one sample per metric (``XLA_METRICS_SAMPLES``:
-the same counts, read in 10 us, not 264); with ``fast_compile`` so does a process capturing the
-cases whose compiles take a minute (``Case.slow_compiles``: their truth and their analysis come from
-that one process). The others keep the default flags: an A/B arm's truth depends on the device's
-speed, and a compile cut by half leaves the rest of the idle time twice its share, where the truth's
-metric model of a read without an arm (its transfer alone) is furthest off.
-With ``apart`` (the bench's default) each case is captured in a process of its own, as a user runs
-it; the suite captures them in those groups, a process each (its time has no room for a process a
-case). ``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
+torch.distributions' argument checks and their reads off in the whole process). The cases with an A/B
+arm without reads are captured in a process of their own, its host and device threads pinned to two
+cores (a read's cost is measured there); the others as a user runs them. The line tracer records counts
+only (reads, compiles and fallbacks by line), so its process compiles without LLVM's optimizations
+(``FAST_COMPILE_XLA_FLAGS``: the same graphs and compiles, each compile about half as long) and keeps
+one sample per metric (``XLA_METRICS_SAMPLES``: the same counts, read in 10 us, not 264); with
+``fast_compile`` so does a process capturing the cases whose compiles take a minute
+(``Case.slow_compiles``: their truth and their analysis come from that one process). The others keep
+the default flags: an A/B arm's truth depends on the device's speed, and a compile cut by half leaves
+the rest of the idle time twice its share, where the truth's metric model of a read without an arm (its
+transfer alone) is furthest off.
+With ``apart`` (the bench's default) each case is traced and captured in processes of its own, as a
+user runs it; the suite captures them in those groups, a process each (its time has no room for a
+process a case). ``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
 ``score_corpus(records)`` -> ``{case: CaseResult}``: the case's ``Truth``, the analysis report (the
 JSON contract's dict, ``xlaprof.report.analysis_json``) and its ``Score`` (the shares of idle scored
 in the truth's session: the A/B capture where the case has an arm), plus the case's own checks
@@ -93,11 +94,11 @@ def record_corpus(workdir: str, names: list[str], timeout: float = 1500, fast_co
     logdir = os.path.join(workdir, "logs")
     for mode, record, group, cases in _processes(names, apart):
         _run(mode, cases, os.path.join(workdir, f"{record}.json"), logdir, timeout, group == PINNED,
-             fast_compile=mode == "lines" or fast_compile and group == FAST)
+             fast_compile=mode == "lines" or (fast_compile and group == FAST))
     return load_records(workdir)
 
 
-def _processes(names: list[str], apart: bool) -> list[tuple[str, str, str, list[str]]]:
+def _processes(names: list[str], apart: bool) -> list[tuple[str, str, str | None, list[str]]]:
     """``(mode, record file, group, cases)`` of each runner process, in the order they run: the line
     tracer's (unpinned), then the capture's, over the same cases in each."""
     captures = _capture_processes(names, apart)
