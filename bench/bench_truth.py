@@ -48,6 +48,8 @@ def main() -> None:
     records = load_records(workdir) if opts.reuse else record_corpus(workdir, names, apart=not opts.grouped)
     scored = score_corpus(records)
     results = {name: scored[name] for name in names if name in scored}
+    if not results:
+        parser.error(f"no records of {opts.cases} in {workdir} (--reuse scores the records a run wrote there)")
     head = " ".join(f"{SHORT[c]:>16}" for c in SHORT)
     print(f"{'case':<18} {head} {'reads@line':>14} {'compiles@line':>14} {'misplaced':>9} {'expl':>5} {'advice':>6}")
     print(f"{'':<18} " + " ".join(f"{'x/truth (pts)':>16}" for _ in SHORT))
