@@ -16,6 +16,7 @@ import os
 import pytest
 
 from tests.support.workers import DemoWorker, run_cli
+from tests.support.workloads.recompile_worker import FAST_COMPILE_ENV
 
 CAPTURE_SECONDS = "3"
 
@@ -56,9 +57,11 @@ def demo_worker(tmp_path_factory):
     # A new shape every step and a small model (short steps, quick compiles, even on a busy machine):
     # every capture of it holds several compiles of train_step and whole steps. No time limit
     # (worker.stop() ends it): the default --seconds 600 counts the time it is paused too, and a full
-    # run lasts about 14 min: it ended on its own, before the last of its users.
+    # run lasts about 14 min: it ended on its own, before the last of its users. It compiles without
+    # LLVM's optimizations (the same graphs, each compile about half as long): it compiles at every step,
+    # and on a loaded machine a 3 s capture held one whole compile of train_step, with no recompile to explain.
     worker = DemoWorker("--reshape-every", "1", "--width", "64", "--batch", "8", "--seconds", "inf",
-                        debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"))
+                        debug_file=str(tmp_path_factory.mktemp("debug") / "pt_xla_debug.txt"), env=FAST_COMPILE_ENV)
     worker.pause()  # it keeps a core busy: it runs only for its users (``live_worker``, ``real_logdir``)
     yield worker
     worker.stop()

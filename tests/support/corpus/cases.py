@@ -57,16 +57,17 @@ ACCEPTED_FIXES = {
 ONE_OFF_COMPILE_FIXES = ("warming up", "initialize_cache", "persistent")
 NO_READS = ("--no-reads",)
 REPLAYED_READS = ("<replayed reads>",)  # not arguments: the runner replays the window's reads
-# Windows of a few short steps last 0.2-0.5 s: a window of 0.1 s moved a cause's share by 10-15 points
-# between runs on a loaded host (a 15 ms stall is a tenth of it).
+# Windows of a few short steps last 0.4-0.6 s: a window of 0.1 s moved a cause's share by 10-15 points
+# between runs on a loaded host (a 15 ms stall is a tenth of it); an A/B block repeats its case's window
+# to last at least runner.AB_BLOCK_S, so a window much longer than that only makes each block longer.
 CASES: tuple[Case, ...] = (
-    Case("print_logging", "print_logging", window=60, without_reads=NO_READS),
-    Case("step_closure", "step_closure", window=450, without_reads=NO_READS),
+    Case("print_logging", "print_logging", window=36, without_reads=NO_READS),
+    Case("step_closure", "step_closure", window=160, without_reads=NO_READS),
     Case("async_closure", "step_closure", ("--async",), window=450, without_reads=NO_READS, bench_only=True),
     Case("logger_thread", "logger_thread", window=450, without_reads=NO_READS, bench_only=True),
-    Case("compiled_step", "compiled_step", window=384, without_reads=NO_READS),
+    Case("compiled_step", "compiled_step", window=256, without_reads=NO_READS),
     Case("dynamic_shapes", "dynamic_shapes"),
-    Case("fallback_backward", "fallback_backward", window=240, fixes={"transfer_from_device": ("fallback", "lowering")},
+    Case("fallback_backward", "fallback_backward", window=96, fixes={"transfer_from_device": ("fallback", "lowering")},
          without_reads=NO_READS),
     Case("growing_batch", "growing_batch", warm=1, window=6, changed=("40", "48")),
     Case("grad_accum", "grad_accum", warm=1, window=3),

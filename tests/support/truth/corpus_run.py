@@ -7,10 +7,12 @@ each in the same order: a case runs after the cases its process ran before it in
 behind changes what the next one does: TorchDynamo, once it has compiled a frame, turns
 torch.distributions' argument checks and their reads off in the whole process). The cases with an A/B
 arm without reads are captured in a process of their own, its host and device threads pinned to two
-cores (a read's cost is measured there); the others as a user runs them. The line tracer records counts
-only (reads, compiles and fallbacks by line), so its process compiles without LLVM's optimizations
-(``FAST_COMPILE_XLA_FLAGS``: the same graphs and compiles, each compile about half as long) and keeps
-one sample per metric (``XLA_METRICS_SAMPLES``: the same counts, read in 10 us, not 264); with
+cores (a read's cost is measured there); the others as a user runs them. Every runner process keeps one
+sample per torch_xla metric (``XLA_METRICS_SAMPLES``: the same counts and totals, read in 10 us, not
+264: the tracer reads them at every traced line, the capture's step recorder twice a step, inside the
+step it times). The line tracer records counts only (reads, compiles and fallbacks by line), so its
+process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``: the same graphs and
+compiles, each compile about half as long); with
 ``fast_compile`` so does a process capturing the cases whose compiles take a minute
 (``Case.slow_compiles``: their truth and their analysis come from that one process). The others keep
 the default flags: an A/B arm's truth depends on the device's speed, and a compile cut by half leaves
@@ -37,17 +39,16 @@ from tests.support.corpus.cases import ACCEPTED_FIXES, BY_NAME, ONE_OFF_COMPILE_
 from tests.support.truth.table import Score, Truth, rerun_against_arm, score
 from tests.support.workloads.recompile_worker import FAST_COMPILE_XLA_FLAGS
 
-# The line tracer reads the counters at every traced line; a metric's samples (1024 kept by default, copied
-# into a list at each read) made that 264 us a read, half of the lines pass. It reads counts only.
-LINES_METRICS_SAMPLES = "1"
+# A metric's samples (1024 kept by default) are copied into a list at each read: 264 us a read, where the
+# line tracer reads at every traced line and the step recorder twice a step. Both read counts and totals only.
+METRICS_SAMPLES = "1"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _run(mode: str, names: list[str], out: str, logdir: str, timeout: float, pinned: bool = False,
          fast_compile: bool = False) -> dict:
-    env = dict(os.environ, PJRT_DEVICE="CPU", PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
-    if mode == "lines":
-        env["XLA_METRICS_SAMPLES"] = LINES_METRICS_SAMPLES
+    env = dict(os.environ, PJRT_DEVICE="CPU", XLA_METRICS_SAMPLES=METRICS_SAMPLES,
+               PYTHONPATH=os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH")))))
     if fast_compile:
         env["XLA_FLAGS"] = " ".join(filter(None, (os.environ.get("XLA_FLAGS"), FAST_COMPILE_XLA_FLAGS)))
     command = [sys.executable, "-m", "tests.support.truth.runner", "--mode", mode, "--cases", ",".join(names),
