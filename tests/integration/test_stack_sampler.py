@@ -153,7 +153,10 @@ NO_SYNC_SCRIPT = SYNC_COUNTS + textwrap.dedent('''
         held_ns, started = stack_sampler.gil_held_ns(threading.get_ident()), time.monotonic_ns()
         with xlaprof.profile(sys.argv[1], name=f"hz{hz}", stack_hz=hz) as run:
             counted = loop()
-            for _ in range(4):  # a capture long enough for many samples (emitters back off while the GIL is busy)
+            # A capture long enough for many samples, whatever the machine's speed: four more loops lasted
+            # 40 ms on a loaded machine, whose emitter, kept off a core for 30 ms of it, took 10 samples.
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
                 loop()
         runs[hz] = {"counts": counted, "path": run.path, "wall_ns": time.monotonic_ns() - started,
                     "gil_held_ns": stack_sampler.gil_held_ns(threading.get_ident()) - held_ns}
