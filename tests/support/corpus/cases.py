@@ -57,9 +57,10 @@ ACCEPTED_FIXES = {
 ONE_OFF_COMPILE_FIXES = ("warming up", "initialize_cache", "persistent")
 NO_READS = ("--no-reads",)
 REPLAYED_READS = ("<replayed reads>",)  # not arguments: the runner replays the window's reads
-# Windows of a few short steps last 0.4-0.6 s: a window of 0.1 s moved a cause's share by 10-15 points
+# Windows of a few short steps last 0.4-0.9 s: a window of 0.1 s moved a cause's share by 10-15 points
 # between runs on a loaded host (a 15 ms stall is a tenth of it); an A/B block repeats its case's window
 # to last at least runner.AB_BLOCK_S, so a window much longer than that only makes each block longer.
+# compiled_step's is the longest: at 160 steps (0.5 s) its arm could not resolve its 6% read saving.
 CASES: tuple[Case, ...] = (
     Case("print_logging", "print_logging", window=36, without_reads=NO_READS),
     Case("step_closure", "step_closure", window=160, without_reads=NO_READS),

@@ -12,9 +12,9 @@ sample per torch_xla metric (``XLA_METRICS_SAMPLES``: the same counts and totals
 264: the tracer reads them at every traced line, the capture's step recorder twice a step, inside the
 step it times). The line tracer records counts only (reads, compiles and fallbacks by line), so its
 process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``: the same graphs and
-compiles, each compile about half as long); with
-``fast_compile`` so does a process capturing the cases whose compiles take a minute
-(``Case.slow_compiles``: their truth and their analysis come from that one process). The others keep
+compiles, each compile about half as long); with ``fast_compile`` so does a process capturing the cases
+whose compiles take a minute (``Case.slow_compiles``: their truth and their analysis come from that one
+process). The others keep
 the default flags: an A/B arm's truth depends on the device's speed, and a compile cut by half leaves
 the rest of the idle time twice its share, where the truth's metric model of a read without an arm (its
 transfer alone) is furthest off.
