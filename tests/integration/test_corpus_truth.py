@@ -35,8 +35,10 @@ RERUN_CASES, RERUN_TOLERANCE = ("fallback_backward",), 0.4
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
     # Compiled without LLVM's optimizations where no A/B arm measures (the UNet's two compiles take
-    # half a minute, not a minute); bench/bench_truth.py captures with the default flags.
-    return score_corpus(record_corpus(str(tmp_path_factory.mktemp("corpus")), SUITE_CASES, fast_compile=True))
+    # half a minute, not a minute); bench/bench_truth.py captures with the default flags. The three line
+    # tracers run two at a time (each keeps about one core busy: 111 s one at a time, 58 s two).
+    return score_corpus(record_corpus(str(tmp_path_factory.mktemp("corpus")), SUITE_CASES, fast_compile=True,
+                                      tracers_at_once=2))
 
 
 @pytest.mark.parametrize("name", SUITE_CASES)

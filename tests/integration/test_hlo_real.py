@@ -1,7 +1,6 @@
 """Compiled HLO of real torch_xla captures: a batch-size cycle caught from the first step by the
-step-scheduled capture and explained with its sizes and the line that makes the batch, a
-recompile caused by a 0/1 scalar only, and a fixed-shape worker with no recompiles whose op
-profile agrees with xprof (tests/integration/test_op_profile_oracle.py checks the numbers)."""
+step-scheduled capture and explained with its sizes and the line that makes the batch, and a
+recompile caused by a 0/1 scalar only (a fixed-shape worker's op profile: test_workloads.py)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +9,6 @@ import textwrap
 
 import pytest
 
-from tests.support.oracle import xprof_op_totals
 from tests.support.workers import run_cli, run_python
 from xlaprof.analysis import analyze
 from xlaprof.report import analysis_json
@@ -107,23 +105,3 @@ def test_a_recompile_from_a_zero_or_one_scalar_is_a_constant_change(sessions):
     assert constant["source"].endswith(f"train.py:{_line('the threshold line')}")
     assert "XLA_NO_SPECIAL_SCALARS=1" in why["advice"]
     assert report["compile_events"][1]["changed"].startswith("constant 0 -> 1 at ")
-
-
-def test_a_fixed_shape_worker_has_no_recompiles_and_a_whole_op_profile(workload_sessions):
-    session = workload_sessions["fixed_shapes"]
-    analysis = analyze(Session.load(session))
-    report = analysis_json(analysis)
-    assert report["compiles"]["count"] == 0 and report["compiles"]["explained"] == []
-    assert report["compiles"]["before_window"] >= 1  # compiled while warming up, before the window
-    (graph,) = [g for g in report["graphs"] if g["executions"] > 1]  # one training graph, run every step
-    assert not graph["compiled_in_window"] and graph["span"] == "train_step"
-    # Its ops' self time is most of its executions' time (the rest: runtime overhead between thunks).
-    profile = analysis.device_profile.graph(graph["worker"], graph["program_id"])
-    assert 0.5 * graph["total_us"] < profile.op_self_us <= graph["total_us"]
-    ours: dict[str, float] = {}
-    for g in analysis.device_profile.graphs:
-        for op in g.ops:
-            ours[op.name] = ours.get(op.name, 0.0) + op.total_us
-    theirs = xprof_op_totals(analysis.workers[0].worker.path)
-    assert set(ours) == set(theirs)
-    assert all(ours[name] == pytest.approx(total, rel=0.01) for name, total in theirs.items())

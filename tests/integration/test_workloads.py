@@ -1,10 +1,13 @@
 """Real CPU-device workloads that differ in one thing must be told apart by the analysis:
-an ``.item()`` every step or none; a new shape every step or a fixed one."""
+an ``.item()`` every step or none; a new shape every step or a fixed one (whose one training graph
+has an op profile that agrees with xprof's; tests/integration/test_op_profile_oracle.py checks the
+numbers of another capture)."""
 from __future__ import annotations
 
 import pytest
 
 import collectors.demo_worker as demo
+from tests.support.oracle import xprof_op_totals
 from tests.support.workers import source_line
 from xlaprof.analysis import analyze
 from xlaprof.report import analysis_json
@@ -14,8 +17,13 @@ pytestmark = pytest.mark.torch_xla
 
 
 @pytest.fixture(scope="module")
-def reports(workload_sessions) -> dict[str, dict]:
-    return {variant: analysis_json(analyze(Session.load(path))) for variant, path in workload_sessions.items()}
+def analyses(workload_sessions) -> dict[str, object]:
+    return {variant: analyze(Session.load(path)) for variant, path in workload_sessions.items()}
+
+
+@pytest.fixture(scope="module")
+def reports(analyses) -> dict[str, dict]:
+    return {variant: analysis_json(analysis) for variant, analysis in analyses.items()}
 
 
 def test_reading_the_loss_every_step_is_found_and_pinned_on_its_span(reports):
@@ -48,6 +56,24 @@ def test_changing_shapes_recompile_and_fixed_shapes_do_not(reports):
     assert "(torch_xla: 'user torch_xla.sync' at " in top["detail"] and "demo_worker.py:" in top["detail"]
     assert fixed["compiles"]["count"] == 0 and fixed["compiles"]["recompiled_spans"] == {}
     assert fixed["idle_by_cause_us"]["compile"] == 0
+
+
+def test_a_fixed_shape_worker_has_no_recompiles_and_a_whole_op_profile(analyses, reports):
+    analysis, report = analyses["fixed_shapes"], reports["fixed_shapes"]
+    assert report["compiles"]["count"] == 0 and report["compiles"]["explained"] == []
+    assert report["compiles"]["before_window"] >= 1  # compiled while warming up, before the window
+    (graph,) = [g for g in report["graphs"] if g["executions"] > 1]  # one training graph, run every step
+    assert not graph["compiled_in_window"] and graph["span"] == "train_step"
+    # Its ops' self time is most of its executions' time (the rest: runtime overhead between thunks).
+    profile = analysis.device_profile.graph(graph["worker"], graph["program_id"])
+    assert 0.5 * graph["total_us"] < profile.op_self_us <= graph["total_us"]
+    ours: dict[str, float] = {}
+    for g in analysis.device_profile.graphs:
+        for op in g.ops:
+            ours[op.name] = ours.get(op.name, 0.0) + op.total_us
+    theirs = xprof_op_totals(analysis.workers[0].worker.path)
+    assert set(ours) == set(theirs)
+    assert all(ours[name] == pytest.approx(total, rel=0.01) for name, total in theirs.items())
 
 
 def test_a_cpu_fallback_op_is_reported_with_its_transfers(reports):

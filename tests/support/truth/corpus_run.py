@@ -1,23 +1,24 @@
 """The corpus run end to end: both runner processes, then each case's session analysed and scored.
 
-``record_corpus(workdir, names, fast_compile=False)`` runs ``runner`` in ``lines`` then ``capture``
-mode (processes one after the other: the capture's timings are not shared with the tracer's) and
-returns the two records. The tracer's processes take the cases as the capture's do, the same cases in
-each in the same order: a case runs after the cases its process ran before it in both (state one leaves
-behind changes what the next one does: TorchDynamo, once it has compiled a frame, turns
-torch.distributions' argument checks and their reads off in the whole process). The cases with an A/B
-arm without reads are captured in a process of their own, its host and device threads pinned to two
-cores (a read's cost is measured there); the others as a user runs them. Every runner process keeps one
-sample per torch_xla metric (``XLA_METRICS_SAMPLES``: the same counts and totals, read in 10 us, not
-264: the tracer reads them at every traced line, the capture's step recorder twice a step, inside the
-step it times). The line tracer records counts only (reads, compiles and fallbacks by line), so its
-process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``: the same graphs and
-compiles, each compile about half as long); with ``fast_compile`` so does a process capturing the cases
-whose compiles take a minute (``Case.slow_compiles``: their truth and their analysis come from that one
-process). The others keep
-the default flags: an A/B arm's truth depends on the device's speed, and a compile cut by half leaves
-the rest of the idle time twice its share, where the truth's metric model of a read without an arm (its
-transfer alone) is furthest off.
+``record_corpus(workdir, names, fast_compile=False)`` runs ``runner`` in ``lines`` then ``capture`` mode
+and returns the two records. The capture's processes run one after the other, after the last tracer's:
+their timings are shared with no other process. The tracers' records are counts by line; with
+``tracers_at_once`` that many run side by side (each keeps about one core busy; the suite's cases traced
+two at a time gave the same counts as one at a time). The tracer's processes take the cases as the
+capture's do, the same cases in each in the same order: a case runs after the cases its process ran
+before it in both (state one leaves behind changes what the next one does: TorchDynamo, once it has
+compiled a frame, turns torch.distributions' argument checks and their reads off in the whole process).
+The cases with an A/B arm without reads are captured in a process of their own, its host and device
+threads pinned to two cores (a read's cost is measured there); the others as a user runs them. Every
+runner process keeps one sample per torch_xla metric (``XLA_METRICS_SAMPLES``: the same counts and
+totals, read in 10 us, not 264: the tracer reads them at every traced line, the capture's step recorder
+twice a step, inside the step it times). The line tracer records counts only (reads, compiles and
+fallbacks by line), so its process compiles without LLVM's optimizations (``FAST_COMPILE_XLA_FLAGS``:
+the same graphs and compiles, each compile about half as long); with ``fast_compile`` so does a process
+capturing the cases whose compiles take a minute (``Case.slow_compiles``: their truth and their analysis
+come from that one process). The others keep the default flags: an A/B arm's truth depends on the
+device's speed, and a compile cut by half leaves the rest of the idle time twice its share, where the
+truth's metric model of a read without an arm (its transfer alone) is furthest off.
 With ``apart`` (the bench's default) each case is traced and captured in processes of its own, as a
 user runs it; the suite captures them in those groups, a process each (its time has no room for a
 process a case). ``load_records(workdir)`` reads back the records a ``record_corpus`` wrote.
@@ -33,6 +34,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from tests.support.corpus.cases import ACCEPTED_FIXES, BY_NAME, ONE_OFF_COMPILE_FIXES, Case
@@ -88,14 +90,24 @@ def _capture_processes(names: list[str], apart: bool) -> list[tuple[str, str, li
 
 
 def record_corpus(workdir: str, names: list[str], timeout: float = 1500, fast_compile: bool = False,
-                  apart: bool = False) -> dict[str, dict]:
+                  apart: bool = False, tracers_at_once: int = 1) -> dict[str, dict]:
     """``{"lines": ..., "capture": ...}``: the runner's two records of the named cases; with ``apart``
     each case traced and captured in processes of its own, as a user runs a script (no other case's threads
-    alive beside it: loader threads, a tqdm monitor, queue feeders)."""
+    alive beside it: loader threads, a tqdm monitor, queue feeders); ``tracers_at_once`` tracer processes
+    at a time."""
     logdir = os.path.join(workdir, "logs")
-    for mode, record, group, cases in _processes(names, apart):
+
+    def run(process: tuple[str, str, str | None, list[str]]) -> None:
+        mode, record, group, cases = process
         _run(mode, cases, os.path.join(workdir, f"{record}.json"), logdir, timeout, group == PINNED,
              fast_compile=mode == "lines" or (fast_compile and group == FAST))
+
+    processes = _processes(names, apart)
+    with ThreadPoolExecutor(tracers_at_once) as tracers:
+        list(tracers.map(run, [p for p in processes if p[0] == "lines"]))
+    for process in processes:
+        if process[0] == "capture":
+            run(process)
     return load_records(workdir)
 
 
