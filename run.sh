@@ -109,6 +109,9 @@ case "${1:-}" in
   demo) setup_venv demo; shift; exec "$VENV/bin/xlaprof" demo "$@" ;;
   test)
     setup_venv all; setup_browser; shift
+    # Bytecode caches written (__pycache__, gitignored) where the environment turned them off: pytest
+    # rewrites every test module's asserts at each collection otherwise, 5 s of a core each time.
+    unset PYTHONDONTWRITEBYTECODE
     if (( $# )); then exec "$VENV/bin/python" -m pytest "$@"; fi
     run_suite ;;
   *) echo "usage: ./run.sh demo|test|setup [args...]" >&2; exit 2 ;;

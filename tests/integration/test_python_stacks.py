@@ -7,7 +7,7 @@ that differ in one thing, and ``diffusers_worker`` (diffusers' own DPM-Solver sc
 """
 from __future__ import annotations
 
-import inspect
+import importlib.util
 import json
 
 import numpy as np
@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import capture_arms
 from tests.support.oracle import transfers_in_capture
 from tests.support.workers import REPO, run_python, source_line
-from tests.support.workloads import diffusers_worker, tiny_scheduler
+from tests.support.workloads import diffusers_worker
 from tests.support.workloads.recompile_worker import FAST_COMPILE_ENV
 from xlaprof.analysis.findings.advice import ADVICE_CLOSURE, ADVICE_DATA_DEPENDENT, ADVICE_READ_IN_LIBRARY
 from xlaprof.report import analysis_json
@@ -33,15 +33,10 @@ VARIANTS = {
     "closure": ["--no-scheduler-reads", "--closure-every", "1"],
     "old_server": ["--spans", "xp", "--server", "xp"],  # xp.start_server: no sampler
 }
-SCHEDULER_FILE = tiny_scheduler.__file__
-
-
-def _line_of(function, text: str) -> str:
-    lines, first = inspect.getsourcelines(function)
-    return f"{SCHEDULER_FILE}:{first + next(i for i, line in enumerate(lines) if text in line)}"
-
-
-READ_LINE = _line_of(tiny_scheduler.TinyScheduler.index_for_timestep, ".nonzero().item()")
+# The workloads' files, found without importing them (they import torch: two seconds of every collection).
+SCHEDULER = importlib.util.find_spec("tests.support.workloads.tiny_scheduler").origin
+DENOISE_FILE = importlib.util.find_spec(DENOISE).origin
+READ_LINE = f"{SCHEDULER}:{source_line(SCHEDULER, '.nonzero().item()')}"
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +75,7 @@ def test_torch_xla_spans_are_user_spans_and_the_stack_gives_their_line(stacks_re
 def test_a_read_in_a_step_closure_is_named_and_advised_as_one(stacks_reports):
     report, _ = stacks_reports["closure"]
     read = next(f for f in report["findings"] if f["kind"] == "transfer_from_device")
-    assert read["source"].endswith("denoise_worker.py:" + _worker_line("latents.norm().item()"))
+    assert read["source"].endswith("denoise_worker.py:" + str(source_line(DENOISE_FILE, "latents.norm().item()")))
     assert any("_run_step_closures" in frame for frame in read["stack"])
     assert read["advice"] == ADVICE_CLOSURE
 
@@ -111,12 +106,6 @@ def test_a_worker_without_the_sampler_degrades_to_spans_and_says_so_once(stacks_
     assert report["idle_by_line"] == []
     read = next(f for f in report["findings"] if f["kind"] == "transfer_from_device")
     assert read["span"] == "scheduler_step" and read["stack"] == []
-
-
-def _worker_line(text: str) -> str:
-    from tests.support.workloads import denoise_worker
-    lines = inspect.getsource(denoise_worker).splitlines()
-    return str(next(i for i, line in enumerate(lines, 1) if text in line))
 
 
 @pytest.fixture(scope="module")

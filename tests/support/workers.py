@@ -97,8 +97,9 @@ def run_python(code: str, timeout: float = 300, env: dict | None = None) -> subp
 
 
 def source_line(module, text: str) -> int:
-    """The number of ``module``'s first source line holding ``text``: the line a finding names."""
-    with open(module.__file__) as handle:
+    """The number of ``module``'s (or the source file's at that path) first line holding ``text``: the
+    line a finding names."""
+    with open(getattr(module, "__file__", module)) as handle:
         return next(i for i, line in enumerate(handle, 1) if text in line)
 
 
