@@ -30,13 +30,11 @@ class _Browser:
         self._profiles, self.driver, self._size = profiles, None, None
 
     def fresh(self):
-        from selenium.common.exceptions import WebDriverException
-
         if self.driver is not None:
             try:
                 self._blank_page()
                 return self.driver
-            except WebDriverException:  # the browser a test left behind is gone or stuck
+            except Exception:  # gone or stuck: a dead chromedriver raises urllib3's errors, not selenium's
                 self.quit()
         self.driver = chromium(self._profiles.mktemp("chromium-profile"))
         self._size = self.driver.get_window_size()
@@ -57,10 +55,8 @@ class _Browser:
         driver.get_log("browser")
 
     def quit(self) -> None:
-        from selenium.common.exceptions import WebDriverException
-
         if self.driver is not None:
-            with contextlib.suppress(WebDriverException):
+            with contextlib.suppress(Exception):  # a browser already gone has nothing left to quit
                 self.driver.quit()
         self.driver = None
 
