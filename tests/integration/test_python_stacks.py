@@ -34,9 +34,9 @@ VARIANTS = {
     "old_server": ["--spans", "xp", "--server", "xp"],  # xp.start_server: no sampler
 }
 # The workloads' files, found without importing them (they import torch: two seconds of every collection).
-SCHEDULER = importlib.util.find_spec("tests.support.workloads.tiny_scheduler").origin
+SCHEDULER_FILE = importlib.util.find_spec("tests.support.workloads.tiny_scheduler").origin
 DENOISE_FILE = importlib.util.find_spec(DENOISE).origin
-READ_LINE = f"{SCHEDULER}:{source_line(SCHEDULER, '.nonzero().item()')}"
+READ_LINE = f"{SCHEDULER_FILE}:{source_line(SCHEDULER_FILE, '.nonzero().item()')}"
 
 
 @pytest.fixture(scope="module")
