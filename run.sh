@@ -34,14 +34,25 @@ setup_compiler() {  # for the stack sampler's C loop and the capture decoder (se
   apt_install gcc
 }
 
-# torch + torch_xla unpacked (about 7 GB) and pip's temporary files; overridable, e.g. with a warm
-# pip cache elsewhere
-NEED_FREE_GB=${XLAPROF_SETUP_NEED_FREE_GB:-10}
+# The install's peak, measured on a fresh machine: torch and torch_xla with their CUDA libraries
+# unpacked (7.9 GB) while pip still holds the wheels it downloaded (4.6 GB). Overridable.
+NEED_FREE_GB=${XLAPROF_SETUP_NEED_FREE_GB:-13}
+# Where .venv goes when the disk is too full for that: memory (a tmpfs), if it can hold the install
+# and still leave MEMORY_LEFT_GB for the work.
+SHM=${XLAPROF_SETUP_SHM:-/dev/shm}
+MEMORY_LEFT_GB=${XLAPROF_SETUP_MEMORY_LEFT_GB:-8}
 
 free_gb() { df -Pk "$1" | awk 'NR == 2 { print int($4 / 1048576) }'; }
+memory_room_gb() {  # what $SHM can take while leaving MEMORY_LEFT_GB of memory for the work
+  local available
+  [[ -d $SHM ]] || { echo 0; return; }
+  available=$(awk -v left="$MEMORY_LEFT_GB" '/^MemAvailable:/ { print int($2 / 1048576) - left }' /proc/meminfo)
+  available=$(( available < $(free_gb "$SHM") ? available : $(free_gb "$SHM") ))
+  echo $(( available > 0 ? available : 0 ))
+}
 
 # Whether torch and torch_xla are installed at the versions pyproject.toml pins (the worker extra):
-# then an install adds only xlaprof and small packages, and needs no check of the disk.
+# then an install adds only xlaprof and small packages, and needs no room for them.
 has_pinned_torch() {
   local pins
   pins=$(grep -o '"torch\(_xla\)\?==[^"]*"' pyproject.toml | tr -d '"')
@@ -49,36 +60,59 @@ has_pinned_torch() {
 sys.exit(any(m.version(n) != v for n, v in (p.split("==") for p in sys.argv[1:])))' $pins 2>/dev/null
 }
 
-check_disk() {  # a full disk fails pip midway with a long trace: say it up front, in one line
-  local dir
-  for dir in . "${TMPDIR:-/tmp}"; do
-    if (( $(free_gb "$dir") < NEED_FREE_GB )); then
-      log "the install needs about $NEED_FREE_GB GB free; $(cd "$dir" && pwd) has $(free_gb "$dir") GB: free some space and run again"
-      exit 2
-    fi
-  done
+remove_venv() {  # .venv, and its files in memory when it points there
+  if [[ -L $VENV ]]; then rm -rf "$(readlink "$VENV")"; fi
+  rm -rf "$VENV"
+}
+
+new_venv() {  # $1: where its files go; $2, when that is in memory: why
+  command -v "$PYTHON" >/dev/null || { log "need $PYTHON on PATH (or set PYTHON=...)"; exit 2; }
+  log "creating $VENV${2:+ in memory, $1 ($2)}"
+  "$PYTHON" -m venv "$1"
+  if [[ $1 != "$VENV" ]]; then ln -s "$1" "$VENV"; fi
+}
+
+# torch and torch_xla to install: .venv must be where the install's peak fits (a full disk fails pip
+# midway with a long trace: say it up front, in one line). A .venv without them is cheap to move.
+place_venv_for_torch() {
+  local here memory
+  if [[ -d $VENV ]] && (( $(free_gb "$VENV/") >= NEED_FREE_GB )); then return; fi
+  here=$(free_gb .)
+  if (( here >= NEED_FREE_GB )); then
+    remove_venv; new_venv "$VENV"
+    return
+  fi
+  memory=$(memory_room_gb)
+  if (( memory >= NEED_FREE_GB )); then
+    remove_venv
+    new_venv "$SHM/xlaprof-venv-$(pwd -P | sha256sum | cut -c1-12)" \
+      "this disk has $here GB free, the install needs about $NEED_FREE_GB; gone at a reboot, then set up again"
+    return
+  fi
+  log "the install needs about $NEED_FREE_GB GB free; $(pwd) has $here GB and memory can spare $memory: free some space and run again"
+  exit 2
 }
 
 setup_venv() {  # $1: the extras to install, demo or all (all includes demo)
-  local extras=$1
+  local extras=$1 pip_tmp
   setup_compiler
+  if [[ -L $VENV && ! -e $VENV ]]; then rm "$VENV"; fi  # its files were in memory, gone at a reboot
   if [[ -x "$VENV/bin/python" ]] && ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     log "$VENV is not Python 3.11: recreating it"
-    rm -rf "$VENV"
+    remove_venv
   fi
-  if [[ ! -x "$VENV/bin/python" ]]; then
-    command -v "$PYTHON" >/dev/null || { log "need $PYTHON on PATH (or set PYTHON=...)"; exit 2; }
-    log "creating $VENV"
-    "$PYTHON" -m venv "$VENV"
-  fi
-  if stamp_current all || stamp_current "$extras"; then
+  if [[ -x "$VENV/bin/python" ]] && { stamp_current all || stamp_current "$extras"; }; then
     log "$VENV is up to date"
     return
   fi
-  has_pinned_torch || check_disk
+  has_pinned_torch || place_venv_for_torch
+  [[ -x "$VENV/bin/python" ]] || new_venv "$VENV"
   log "installing xlaprof[$extras] into $VENV (first time: torch + torch_xla, a few GB, a few minutes)"
-  "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip 1>&2
-  "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[$extras]" 1>&2
+  # pip's downloads beside the venv, on the filesystem whose room was checked
+  pip_tmp=$(mkdir -p "$VENV/.pip-tmp" && cd "$VENV/.pip-tmp" && pwd -P)
+  TMPDIR=$pip_tmp "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip 1>&2
+  TMPDIR=$pip_tmp "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[$extras]" 1>&2
+  rm -rf "$pip_tmp"
   "$VENV/bin/python" -c 'import collectors._stack_watch' 2>/dev/null ||
     log "the stack sampler's C loop did not build (pip's output above says why): captures will have no Python stacks"
   "$VENV/bin/python" -c 'import xlaprof.xspace._wire' 2>/dev/null ||

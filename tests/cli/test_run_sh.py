@@ -26,7 +26,23 @@ case "$*" in
   *"importlib.metadata"*) [ -n "$STAND_IN_HAS_TORCH" ]; exit $? ;;
 esac
 echo "$(basename "$0") $*" >> "$(dirname "$0")/../calls.log"
+case "$*" in *"pip install"*) echo "$TMPDIR" >> "$(dirname "$0")/../pip_tmpdirs.log" ;; esac
 case "$*" in *"${STAND_IN_FAIL:-no call has this}"*) exit 3 ;; esac
+"""
+
+
+# `python3.11 -m venv DIR` makes DIR a .venv of stand-ins.
+STAND_IN_PYTHON = """#!/bin/sh
+[ "$1 $2" = "-m venv" ] || exit 9
+mkdir -p "$3/bin" && cp "$STAND_IN_BIN"/python "$STAND_IN_BIN"/xlaprof "$3/bin/"
+"""
+
+# `df -Pk PATH`: $STAND_IN_MEMORY_KB free for a path in $STAND_IN_SHM, $STAND_IN_DISK_KB for any other.
+STAND_IN_DF = """#!/bin/sh
+path=$(cd "$2" 2>/dev/null && pwd -P)
+case "$path" in "$STAND_IN_SHM"*) kb=$STAND_IN_MEMORY_KB ;; *) kb=$STAND_IN_DISK_KB ;; esac
+echo "Filesystem 1024-blocks Used Available Capacity Mounted on"
+echo "stand-in $kb 0 $kb 0% /"
 """
 
 
@@ -41,9 +57,14 @@ def sandbox(tmp_path) -> Path:
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     for tool in ("python", "xlaprof"):
-        (bin_dir / tool).write_text(STAND_IN)
-        (bin_dir / tool).chmod(0o755)
+        write_script(bin_dir / tool, STAND_IN)
     return tmp_path
+
+
+def write_script(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
 
 
 def run_sh(sandbox: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, list[str]]:
@@ -109,7 +130,47 @@ def test_a_disk_too_full_for_the_install_is_one_line_before_pip_runs(sandbox):
     assert result.returncode == 2 and installs(calls) == [] and not any("pip" in c for c in calls)
     [line] = result.stderr.strip().splitlines()
     assert re.fullmatch(rf"\[run\.sh\] the install needs about {need_gb} GB free; {re.escape(str(sandbox))} "
-                        r"has \d+ GB: free some space and run again", line), line
+                        r"has \d+ GB and memory can spare \d+: free some space and run again", line), line
+    assert (sandbox / ".venv" / "bin" / "python").exists()  # left as it was
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
+def test_a_disk_too_full_for_the_install_puts_the_venv_in_memory_with_pips_downloads_and_again_after_a_reboot(
+        sandbox, tmp_path_factory):
+    shm, tools = tmp_path_factory.mktemp("shm"), tmp_path_factory.mktemp("tools")
+    write_script(tools / "python3.11", STAND_IN_PYTHON)
+    write_script(tools / "df", STAND_IN_DF)
+    shutil.copytree(sandbox / ".venv/bin", tools / "stand-in-bin")
+    env = {"PATH": f"{tools}:{os.environ['PATH']}", "PYTHON": "python3.11", "STAND_IN_BIN": str(tools / "stand-in-bin"),
+           "XLAPROF_SETUP_SHM": str(shm), "STAND_IN_SHM": str(shm), "STAND_IN_DISK_KB": str(6 * 2**20),
+           "STAND_IN_MEMORY_KB": str(24 * 2**20), "XLAPROF_SETUP_NEED_FREE_GB": "13",
+           "XLAPROF_SETUP_MEMORY_LEFT_GB": str(-1000)}  # this machine's memory must not decide the test
+    result, calls = run_sh(sandbox, "setup", env=env)
+    assert result.returncode == 0, result.stderr
+    venv = sandbox / ".venv"
+    [home] = shm.iterdir()
+    assert venv.is_symlink() and venv.resolve() == home.resolve() and installs(calls) == [".[all]"]
+    assert "creating .venv in memory" in result.stderr and "this disk has 6 GB free, the install needs about 13" in result.stderr
+    tmpdirs = (home / "pip_tmpdirs.log").read_text().split()
+    assert tmpdirs and all(Path(t).is_relative_to(home.resolve()) for t in tmpdirs)  # pip's downloads there too
+    assert not (home / ".pip-tmp").exists()  # and gone after
+
+    result, calls = run_sh(sandbox, "setup", env=env)
+    assert installs(calls) == [] and "up to date" in result.stderr  # reused where it is
+
+    shutil.rmtree(home)  # a reboot clears memory
+    result, calls = run_sh(sandbox, "setup", env=env)
+    assert result.returncode == 0, result.stderr
+    assert venv.is_symlink() and venv.resolve().is_relative_to(shm) and installs(calls) == [".[all]"]
+
+    env["STAND_IN_MEMORY_KB"] = str(12 * 2**20)  # neither has room: one line, nothing removed
+    shutil.rmtree(venv.resolve() / "bin")
+    result, calls = run_sh(sandbox, "setup", env=env)
+    assert result.returncode == 2 and calls == []
+    [line] = result.stderr.strip().splitlines()
+    assert line.endswith(f"the install needs about 13 GB free; {sandbox} has 6 GB and memory can spare 12: "
+                         "free some space and run again"), line
+    assert venv.is_symlink() and venv.resolve().is_relative_to(shm)
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
