@@ -37,18 +37,23 @@ setup_compiler() {  # for the stack sampler's C loop and the capture decoder (se
 # The install's peak, measured on a fresh machine: torch and torch_xla with their CUDA libraries
 # unpacked (7.9 GB) while pip still holds the wheels it downloaded (4.6 GB). Overridable.
 NEED_FREE_GB=${XLAPROF_SETUP_NEED_FREE_GB:-13}
-# Where .venv goes when the disk is too full for that: memory (a tmpfs), if it can hold the install
-# and still leave MEMORY_LEFT_GB for the work.
+# Where the venv's files go when this disk is too full for that: the temporary folder's disk, else
+# memory (a tmpfs) if it can hold the install and still leave MEMORY_LEFT_GB for the work.
 SHM=${XLAPROF_SETUP_SHM:-/dev/shm}
 MEMORY_LEFT_GB=${XLAPROF_SETUP_MEMORY_LEFT_GB:-8}
 
 free_gb() { df -Pk "$1" | awk 'NR == 2 { print int($4 / 1048576) }'; }
-memory_room_gb() {  # what $SHM can take while leaving MEMORY_LEFT_GB of memory for the work
-  local available
-  [[ -d $SHM ]] || { echo 0; return; }
-  available=$(awk -v left="$MEMORY_LEFT_GB" '/^MemAvailable:/ { print int($2 / 1048576) - left }' /proc/meminfo)
-  available=$(( available < $(free_gb "$SHM") ? available : $(free_gb "$SHM") ))
-  echo $(( available > 0 ? available : 0 ))
+
+room_gb() {  # what folder $1 can take; on a filesystem in memory, leaving MEMORY_LEFT_GB for the work
+  local free available
+  [[ -d $1 ]] || { echo 0; return; }
+  free=$(free_gb "$1")
+  case $(stat -f -c %T "$1") in
+    tmpfs|ramfs)
+      available=$(awk -v left="$MEMORY_LEFT_GB" '/^MemAvailable:/ { print int($2 / 1048576) - left }' /proc/meminfo)
+      if (( available < free )); then free=$available; fi ;;
+  esac
+  echo $(( free > 0 ? free : 0 ))
 }
 
 # Whether torch and torch_xla are installed at the versions pyproject.toml pins (the worker extra):
@@ -60,14 +65,14 @@ has_pinned_torch() {
 sys.exit(any(m.version(n) != v for n, v in (p.split("==") for p in sys.argv[1:])))' $pins 2>/dev/null
 }
 
-remove_venv() {  # .venv, and its files in memory when it points there
-  if [[ -L $VENV ]]; then rm -rf "$(readlink "$VENV")"; fi
+remove_venv() {  # .venv, and its files elsewhere when it is a link that new_venv made
+  if [[ -L $VENV && $(readlink "$VENV") == */xlaprof-venv-* ]]; then rm -rf "$(readlink "$VENV")"; fi
   rm -rf "$VENV"
 }
 
-new_venv() {  # $1: where its files go; $2, when that is in memory: why
+new_venv() {  # $1: where its files go; $2, when that is not here: why
   command -v "$PYTHON" >/dev/null || { log "need $PYTHON on PATH (or set PYTHON=...)"; exit 2; }
-  log "creating $VENV${2:+ in memory, $1 ($2)}"
+  log "creating $VENV${2:+ as a link to $1 ($2)}"
   "$PYTHON" -m venv "$1"
   if [[ $1 != "$VENV" ]]; then ln -s "$1" "$VENV"; fi
 }
@@ -75,28 +80,30 @@ new_venv() {  # $1: where its files go; $2, when that is in memory: why
 # torch and torch_xla to install: .venv must be where the install's peak fits (a full disk fails pip
 # midway with a long trace: say it up front, in one line). A .venv without them is cheap to move.
 place_venv_for_torch() {
-  local here memory
-  if [[ -d $VENV ]] && (( $(free_gb "$VENV/") >= NEED_FREE_GB )); then return; fi
-  here=$(free_gb .)
-  if (( here >= NEED_FREE_GB )); then
-    remove_venv; new_venv "$VENV"
-    return
-  fi
-  memory=$(memory_room_gb)
-  if (( memory >= NEED_FREE_GB )); then
-    remove_venv
-    new_venv "$SHM/xlaprof-venv-$(pwd -P | sha256sum | cut -c1-12)" \
-      "this disk has $here GB free, the install needs about $NEED_FREE_GB; gone at a reboot, then set up again"
-    return
-  fi
-  log "the install needs about $NEED_FREE_GB GB free; $(pwd) has $here GB and memory can spare $memory: free some space and run again"
+  local home room rooms=""
+  if [[ -d $VENV ]] && (( $(room_gb "$VENV/") >= NEED_FREE_GB )); then return; fi
+  for home in . "${TMPDIR:-/tmp}" "$SHM"; do
+    room=$(room_gb "$home")
+    if (( room >= NEED_FREE_GB )); then
+      remove_venv
+      if [[ $home == . ]]; then
+        new_venv "$VENV"
+      else
+        new_venv "$(cd "$home" && pwd -P)/xlaprof-venv-$(pwd -P | sha256sum | cut -c1-12)" \
+          "$(pwd) has too little room; set up again if that folder is cleared, as memory is at a reboot"
+      fi
+      return
+    fi
+    rooms+="${rooms:+, }$(cd "$home" 2>/dev/null && pwd || echo "$home") $room GB"
+  done
+  log "the install needs about $NEED_FREE_GB GB free; $rooms: free some space and run again"
   exit 2
 }
 
 setup_venv() {  # $1: the extras to install, demo or all (all includes demo)
   local extras=$1 pip_tmp
   setup_compiler
-  if [[ -L $VENV && ! -e $VENV ]]; then rm "$VENV"; fi  # its files were in memory, gone at a reboot
+  if [[ -L $VENV && ! -e $VENV ]]; then rm "$VENV"; fi  # its files were cleared (memory, at a reboot)
   if [[ -x "$VENV/bin/python" ]] && ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     log "$VENV is not Python 3.11: recreating it"
     remove_venv

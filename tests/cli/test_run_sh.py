@@ -37,10 +37,10 @@ STAND_IN_PYTHON = """#!/bin/sh
 mkdir -p "$3/bin" && cp "$STAND_IN_BIN"/python "$STAND_IN_BIN"/xlaprof "$3/bin/"
 """
 
-# `df -Pk PATH`: $STAND_IN_MEMORY_KB free for a path in $STAND_IN_SHM, $STAND_IN_DISK_KB for any other.
+# `df -Pk PATH`: $STAND_IN_ROOMY_KB free for a path in folder $STAND_IN_ROOMY, 6 GB for any other.
 STAND_IN_DF = """#!/bin/sh
 path=$(cd "$2" 2>/dev/null && pwd -P)
-case "$path" in "$STAND_IN_SHM"*) kb=$STAND_IN_MEMORY_KB ;; *) kb=$STAND_IN_DISK_KB ;; esac
+case "$path" in "$STAND_IN_ROOMY"/*|"$STAND_IN_ROOMY") kb=$STAND_IN_ROOMY_KB ;; *) kb=6291456 ;; esac
 echo "Filesystem 1024-blocks Used Available Capacity Mounted on"
 echo "stand-in $kb 0 $kb 0% /"
 """
@@ -130,27 +130,35 @@ def test_a_disk_too_full_for_the_install_is_one_line_before_pip_runs(sandbox):
     assert result.returncode == 2 and installs(calls) == [] and not any("pip" in c for c in calls)
     [line] = result.stderr.strip().splitlines()
     assert re.fullmatch(rf"\[run\.sh\] the install needs about {need_gb} GB free; {re.escape(str(sandbox))} "
-                        r"has \d+ GB and memory can spare \d+: free some space and run again", line), line
+                        r"\d+ GB, .* \d+ GB, .* \d+ GB: free some space and run again", line), line
     assert (sandbox / ".venv" / "bin" / "python").exists()  # left as it was
 
 
-@pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
-def test_a_disk_too_full_for_the_install_puts_the_venv_in_memory_with_pips_downloads_and_again_after_a_reboot(
-        sandbox, tmp_path_factory):
-    shm, tools = tmp_path_factory.mktemp("shm"), tmp_path_factory.mktemp("tools")
+@pytest.fixture
+def small_disk(sandbox, tmp_path_factory) -> dict:
+    """The environment of a machine whose disks have 6 GB free: a stand-in ``df`` says so of every folder
+    but ``STAND_IN_ROOMY``'s; the memory's folder and the temporary one are folders of the test's own."""
+    tools = tmp_path_factory.mktemp("tools")
     write_script(tools / "python3.11", STAND_IN_PYTHON)
     write_script(tools / "df", STAND_IN_DF)
     shutil.copytree(sandbox / ".venv/bin", tools / "stand-in-bin")
-    env = {"PATH": f"{tools}:{os.environ['PATH']}", "PYTHON": "python3.11", "STAND_IN_BIN": str(tools / "stand-in-bin"),
-           "XLAPROF_SETUP_SHM": str(shm), "STAND_IN_SHM": str(shm), "STAND_IN_DISK_KB": str(6 * 2**20),
-           "STAND_IN_MEMORY_KB": str(24 * 2**20), "XLAPROF_SETUP_NEED_FREE_GB": "13",
-           "XLAPROF_SETUP_MEMORY_LEFT_GB": str(-1000)}  # this machine's memory must not decide the test
+    return {"PATH": f"{tools}:{os.environ['PATH']}", "PYTHON": "python3.11", "STAND_IN_BIN": str(tools / "stand-in-bin"),
+            "XLAPROF_SETUP_SHM": str(tmp_path_factory.mktemp("shm")), "TMPDIR": str(tmp_path_factory.mktemp("tmp")),
+            "STAND_IN_ROOMY_KB": str(24 * 2**20), "XLAPROF_SETUP_NEED_FREE_GB": "13"}
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
+@pytest.mark.parametrize("roomy", ["TMPDIR", "XLAPROF_SETUP_SHM"])
+def test_a_disk_too_full_for_the_install_puts_the_venv_where_there_is_room_with_pips_downloads_and_again_once_cleared(
+        sandbox, small_disk, roomy):
+    env = {**small_disk, "STAND_IN_ROOMY": small_disk[roomy]}
+    place = Path(env[roomy])
     result, calls = run_sh(sandbox, "setup", env=env)
     assert result.returncode == 0, result.stderr
     venv = sandbox / ".venv"
-    [home] = shm.iterdir()
+    [home] = place.iterdir()
     assert venv.is_symlink() and venv.resolve() == home.resolve() and installs(calls) == [".[all]"]
-    assert "creating .venv in memory" in result.stderr and "this disk has 6 GB free, the install needs about 13" in result.stderr
+    assert f"creating .venv as a link to {home.resolve()} ({sandbox} has too little room;" in result.stderr
     tmpdirs = (home / "pip_tmpdirs.log").read_text().split()
     assert tmpdirs and all(Path(t).is_relative_to(home.resolve()) for t in tmpdirs)  # pip's downloads there too
     assert not (home / ".pip-tmp").exists()  # and gone after
@@ -158,19 +166,31 @@ def test_a_disk_too_full_for_the_install_puts_the_venv_in_memory_with_pips_downl
     result, calls = run_sh(sandbox, "setup", env=env)
     assert installs(calls) == [] and "up to date" in result.stderr  # reused where it is
 
-    shutil.rmtree(home)  # a reboot clears memory
+    shutil.rmtree(home)  # cleared, as memory is at a reboot
     result, calls = run_sh(sandbox, "setup", env=env)
     assert result.returncode == 0, result.stderr
-    assert venv.is_symlink() and venv.resolve().is_relative_to(shm) and installs(calls) == [".[all]"]
+    assert venv.is_symlink() and venv.resolve().is_relative_to(place.resolve()) and installs(calls) == [".[all]"]
 
-    env["STAND_IN_MEMORY_KB"] = str(12 * 2**20)  # neither has room: one line, nothing removed
-    shutil.rmtree(venv.resolve() / "bin")
+    env["STAND_IN_ROOMY_KB"] = str(12 * 2**20)  # no room anywhere: one line, and nothing removed
+    (venv / "bin" / "python").rename(venv / "python-aside")
     result, calls = run_sh(sandbox, "setup", env=env)
     assert result.returncode == 2 and calls == []
     [line] = result.stderr.strip().splitlines()
-    assert line.endswith(f"the install needs about 13 GB free; {sandbox} has 6 GB and memory can spare 12: "
-                         "free some space and run again"), line
-    assert venv.is_symlink() and venv.resolve().is_relative_to(shm)
+    rooms = {name: "12" if name == roomy else "6" for name in ("TMPDIR", "XLAPROF_SETUP_SHM")}
+    assert line == (f"[run.sh] the install needs about 13 GB free; {sandbox} 6 GB, {env['TMPDIR']} {rooms['TMPDIR']} GB, "
+                    f"{env['XLAPROF_SETUP_SHM']} {rooms['XLAPROF_SETUP_SHM']} GB: free some space and run again")
+    assert (venv / "python-aside").exists()
+
+
+@pytest.mark.skipif(not (shutil.which("cc") and os.path.isdir("/dev/shm")), reason="needs cc and /dev/shm")
+def test_memory_is_offered_only_what_it_can_spare_for_the_work(sandbox, small_disk):
+    if subprocess.run(["stat", "-f", "-c", "%T", "/dev/shm"], capture_output=True, text=True).stdout.strip() != "tmpfs":
+        pytest.skip("/dev/shm is not in memory here")
+    env = {**small_disk, "XLAPROF_SETUP_SHM": "/dev/shm", "STAND_IN_ROOMY": "/dev/shm",
+           "XLAPROF_SETUP_MEMORY_LEFT_GB": "100000"}  # more than any machine has: memory can spare none
+    result, calls = run_sh(sandbox, "setup", env=env)
+    assert result.returncode == 2 and calls == [], result.stderr
+    assert result.stderr.strip().endswith(", /dev/shm 0 GB: free some space and run again"), result.stderr
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
