@@ -34,15 +34,19 @@ setup_compiler() {  # for the stack sampler's C loop and the capture decoder (se
   apt_install gcc
 }
 
-# The install's peak, measured on a fresh machine: torch and torch_xla with their CUDA libraries
-# unpacked (7.9 GB) while pip still holds the wheels it downloaded (4.6 GB). Overridable.
-NEED_FREE_GB=${XLAPROF_SETUP_NEED_FREE_GB:-13}
-# Where the venv's files go when this disk is too full for that: the temporary folder's disk, else
-# memory (a tmpfs) if it can hold the install and still leave MEMORY_LEFT_GB for the work.
+# Measured on a fresh machine: the venv with torch, torch_xla and their CUDA libraries (7.9 GB), and
+# the wheels pip downloads for them (4.6 GB), held until the install ends. Overridable.
+VENV_GB=${XLAPROF_SETUP_VENV_GB:-9}
+DOWNLOADS_GB=${XLAPROF_SETUP_DOWNLOADS_GB:-5}
+# Where the venv goes when this disk is too full: the temporary folder's disk, else memory (a tmpfs)
+# if it can hold it and still leave MEMORY_LEFT_GB for the work. The downloads go to the temporary
+# folder, else beside the venv.
 SHM=${XLAPROF_SETUP_SHM:-/dev/shm}
 MEMORY_LEFT_GB=${XLAPROF_SETUP_MEMORY_LEFT_GB:-8}
+DOWNLOADS=""  # where pip's downloads go, when place_venv_for_torch chose it
 
 free_gb() { df -Pk "$1" | awk 'NR == 2 { print int($4 / 1048576) }'; }
+mount_of() { df -Pk "$1" | awk 'NR == 2 { print $6 }'; }
 
 room_gb() {  # what folder $1 can take; on a filesystem in memory, leaving MEMORY_LEFT_GB for the work
   local free available
@@ -77,14 +81,25 @@ new_venv() {  # $1: where its files go; $2, when that is not here: why
   if [[ $1 != "$VENV" ]]; then ln -s "$1" "$VENV"; fi
 }
 
-# torch and torch_xla to install: .venv must be where the install's peak fits (a full disk fails pip
-# midway with a long trace: say it up front, in one line). A .venv without them is cheap to move.
+fits() {  # whether the venv fits in folder $1 and pip's downloads in folder $2
+  [[ -d $1 && -d $2 ]] || return 1
+  if [[ $(mount_of "$1") == "$(mount_of "$2")" ]]; then
+    (( $(room_gb "$1") >= VENV_GB + DOWNLOADS_GB ))
+  else
+    (( $(room_gb "$1") >= VENV_GB && $(room_gb "$2") >= DOWNLOADS_GB ))
+  fi
+}
+
+# torch and torch_xla to install: .venv must be where they fit, with pip's downloads (a full disk fails
+# pip midway with a long trace: say it up front, in one line). A .venv without them is cheap to move.
 place_venv_for_torch() {
-  local home room rooms=""
-  if [[ -d $VENV ]] && (( $(room_gb "$VENV/") >= NEED_FREE_GB )); then return; fi
-  for home in . "${TMPDIR:-/tmp}" "$SHM"; do
-    room=$(room_gb "$home")
-    if (( room >= NEED_FREE_GB )); then
+  local tmp=${TMPDIR:-/tmp} home rooms=""
+  if [[ -d $VENV ]]; then
+    for DOWNLOADS in "$tmp" "$VENV/"; do if fits "$VENV/" "$DOWNLOADS"; then return; fi; done
+  fi
+  for home in . "$tmp" "$SHM"; do
+    for DOWNLOADS in "$tmp" "$home"; do
+      fits "$home" "$DOWNLOADS" || continue
       remove_venv
       if [[ $home == . ]]; then
         new_venv "$VENV"
@@ -92,11 +107,12 @@ place_venv_for_torch() {
         new_venv "$(cd "$home" && pwd -P)/xlaprof-venv-$(pwd -P | sha256sum | cut -c1-12)" \
           "$(pwd) has too little room; set up again if that folder is cleared, as memory is at a reboot"
       fi
+      if [[ $DOWNLOADS == "$home" && $home != "$tmp" ]]; then DOWNLOADS="$VENV/"; fi
       return
-    fi
-    rooms+="${rooms:+, }$(cd "$home" 2>/dev/null && pwd || echo "$home") $room GB"
+    done
+    rooms+="${rooms:+, }$(cd "$home" 2>/dev/null && pwd || echo "$home") $(room_gb "$home") GB"
   done
-  log "the install needs about $NEED_FREE_GB GB free; $rooms: free some space and run again"
+  log "the install needs about $VENV_GB GB free for the venv and $DOWNLOADS_GB for pip's downloads; $rooms: free some space and run again"
   exit 2
 }
 
@@ -115,11 +131,11 @@ setup_venv() {  # $1: the extras to install, demo or all (all includes demo)
   has_pinned_torch || place_venv_for_torch
   [[ -x "$VENV/bin/python" ]] || new_venv "$VENV"
   log "installing xlaprof[$extras] into $VENV (first time: torch + torch_xla, a few GB, a few minutes)"
-  # pip's downloads beside the venv, on the filesystem whose room was checked
-  pip_tmp=$(mkdir -p "$VENV/.pip-tmp" && cd "$VENV/.pip-tmp" && pwd -P)
+  pip_tmp=${TMPDIR:-/tmp}
+  if [[ $DOWNLOADS == "$VENV/" ]]; then pip_tmp=$(mkdir -p "$VENV/.pip-tmp" && cd "$VENV/.pip-tmp" && pwd -P); fi
   TMPDIR=$pip_tmp "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip 1>&2
   TMPDIR=$pip_tmp "$VENV/bin/python" -m pip install --disable-pip-version-check -e ".[$extras]" 1>&2
-  rm -rf "$pip_tmp"
+  if [[ $DOWNLOADS == "$VENV/" ]]; then rm -rf "$pip_tmp"; fi
   "$VENV/bin/python" -c 'import collectors._stack_watch' 2>/dev/null ||
     log "the stack sampler's C loop did not build (pip's output above says why): captures will have no Python stacks"
   "$VENV/bin/python" -c 'import xlaprof.xspace._wire' 2>/dev/null ||

@@ -37,12 +37,16 @@ STAND_IN_PYTHON = """#!/bin/sh
 mkdir -p "$3/bin" && cp "$STAND_IN_BIN"/python "$STAND_IN_BIN"/xlaprof "$3/bin/"
 """
 
-# `df -Pk PATH`: $STAND_IN_ROOMY_KB free for a path in folder $STAND_IN_ROOMY, 6 GB for any other.
+# `df -Pk PATH`: folder $STAND_IN_ROOMY is a filesystem of its own with $STAND_IN_ROOMY_KB free; every
+# other folder is on one with $STAND_IN_DISK_KB.
 STAND_IN_DF = """#!/bin/sh
 path=$(cd "$2" 2>/dev/null && pwd -P)
-case "$path" in "$STAND_IN_ROOMY"/*|"$STAND_IN_ROOMY") kb=$STAND_IN_ROOMY_KB ;; *) kb=6291456 ;; esac
+case "$path" in
+  "$STAND_IN_ROOMY"/*|"$STAND_IN_ROOMY") kb=$STAND_IN_ROOMY_KB mount=/roomy ;;
+  *) kb=$STAND_IN_DISK_KB mount=/ ;;
+esac
 echo "Filesystem 1024-blocks Used Available Capacity Mounted on"
-echo "stand-in $kb 0 $kb 0% /"
+echo "stand-in $kb 0 $kb 0% $mount"
 """
 
 
@@ -71,7 +75,7 @@ def run_sh(sandbox: Path, *args: str, env: dict | None = None) -> tuple[subproce
     """Run the sandbox's run.sh; its result and the calls it made (then forgotten). The stand-in
     installs nothing, so the script's free-space check asks for none unless ``env`` says otherwise:
     how full this machine's disk is must not decide these tests."""
-    env = {**os.environ, "XLAPROF_SETUP_NEED_FREE_GB": "0", **(env or {})}
+    env = {**os.environ, "XLAPROF_SETUP_VENV_GB": "0", "XLAPROF_SETUP_DOWNLOADS_GB": "0", **(env or {})}
     result = subprocess.run(["bash", str(sandbox / "run.sh"), *args], capture_output=True, text=True,
                             timeout=60, env=env)
     log = sandbox / ".venv" / "calls.log"
@@ -126,17 +130,17 @@ def test_the_whole_suite_runs_the_shared_phase_then_the_exclusive_one_and_either
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
 def test_a_disk_too_full_for_the_install_is_one_line_before_pip_runs(sandbox):
     need_gb = shutil.disk_usage(sandbox).free // 2**30 + 1000
-    result, calls = run_sh(sandbox, "setup", env={"XLAPROF_SETUP_NEED_FREE_GB": str(need_gb)})
+    result, calls = run_sh(sandbox, "setup", env={"XLAPROF_SETUP_VENV_GB": str(need_gb)})
     assert result.returncode == 2 and installs(calls) == [] and not any("pip" in c for c in calls)
     [line] = result.stderr.strip().splitlines()
-    assert re.fullmatch(rf"\[run\.sh\] the install needs about {need_gb} GB free; {re.escape(str(sandbox))} "
-                        r"\d+ GB, .* \d+ GB, .* \d+ GB: free some space and run again", line), line
+    assert re.fullmatch(rf"\[run\.sh\] the install needs about {need_gb} GB free for the venv and 0 for pip's downloads; "
+                        rf"{re.escape(str(sandbox))} \d+ GB, .* \d+ GB, .* \d+ GB: free some space and run again", line), line
     assert (sandbox / ".venv" / "bin" / "python").exists()  # left as it was
 
 
 @pytest.fixture
 def small_disk(sandbox, tmp_path_factory) -> dict:
-    """The environment of a machine whose disks have 6 GB free: a stand-in ``df`` says so of every folder
+    """The environment of a machine whose disk has 6 GB free: a stand-in ``df`` says so of every folder
     but ``STAND_IN_ROOMY``'s; the memory's folder and the temporary one are folders of the test's own."""
     tools = tmp_path_factory.mktemp("tools")
     write_script(tools / "python3.11", STAND_IN_PYTHON)
@@ -144,24 +148,29 @@ def small_disk(sandbox, tmp_path_factory) -> dict:
     shutil.copytree(sandbox / ".venv/bin", tools / "stand-in-bin")
     return {"PATH": f"{tools}:{os.environ['PATH']}", "PYTHON": "python3.11", "STAND_IN_BIN": str(tools / "stand-in-bin"),
             "XLAPROF_SETUP_SHM": str(tmp_path_factory.mktemp("shm")), "TMPDIR": str(tmp_path_factory.mktemp("tmp")),
-            "STAND_IN_ROOMY_KB": str(24 * 2**20), "XLAPROF_SETUP_NEED_FREE_GB": "13"}
+            "STAND_IN_DISK_KB": str(6 * 2**20), "STAND_IN_ROOMY_KB": str(24 * 2**20),
+            "XLAPROF_SETUP_VENV_GB": "9", "XLAPROF_SETUP_DOWNLOADS_GB": "5"}
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
-@pytest.mark.parametrize("roomy", ["TMPDIR", "XLAPROF_SETUP_SHM"])
-def test_a_disk_too_full_for_the_install_puts_the_venv_where_there_is_room_with_pips_downloads_and_again_once_cleared(
-        sandbox, small_disk, roomy):
-    env = {**small_disk, "STAND_IN_ROOMY": small_disk[roomy]}
+@pytest.mark.parametrize("roomy, disk_gb, downloads", [
+    ("TMPDIR", 6, "TMPDIR"),  # the temporary folder is on another disk, with room for both
+    ("XLAPROF_SETUP_SHM", 6, "TMPDIR"),  # the venv in memory, pip's downloads on the disk
+    ("XLAPROF_SETUP_SHM", 4, "venv"),  # both in memory
+])
+def test_a_disk_too_full_for_the_install_puts_the_venv_where_there_is_room_and_again_once_cleared(
+        sandbox, small_disk, roomy, disk_gb, downloads):
+    env = {**small_disk, "STAND_IN_ROOMY": small_disk[roomy], "STAND_IN_DISK_KB": str(disk_gb * 2**20)}
     place = Path(env[roomy])
     result, calls = run_sh(sandbox, "setup", env=env)
     assert result.returncode == 0, result.stderr
     venv = sandbox / ".venv"
-    [home] = place.iterdir()
+    [home] = [path for path in place.iterdir() if path.name.startswith("xlaprof-venv-")]
     assert venv.is_symlink() and venv.resolve() == home.resolve() and installs(calls) == [".[all]"]
     assert f"creating .venv as a link to {home.resolve()} ({sandbox} has too little room;" in result.stderr
-    tmpdirs = (home / "pip_tmpdirs.log").read_text().split()
-    assert tmpdirs and all(Path(t).is_relative_to(home.resolve()) for t in tmpdirs)  # pip's downloads there too
-    assert not (home / ".pip-tmp").exists()  # and gone after
+    tmpdirs = set((home / "pip_tmpdirs.log").read_text().split())
+    assert tmpdirs == ({str(Path(env["TMPDIR"]).resolve())} if downloads == "TMPDIR" else {str(home.resolve() / ".pip-tmp")})
+    assert not (home / ".pip-tmp").exists()  # gone after
 
     result, calls = run_sh(sandbox, "setup", env=env)
     assert installs(calls) == [] and "up to date" in result.stderr  # reused where it is
@@ -171,13 +180,17 @@ def test_a_disk_too_full_for_the_install_puts_the_venv_where_there_is_room_with_
     assert result.returncode == 0, result.stderr
     assert venv.is_symlink() and venv.resolve().is_relative_to(place.resolve()) and installs(calls) == [".[all]"]
 
-    env["STAND_IN_ROOMY_KB"] = str(12 * 2**20)  # no room anywhere: one line, and nothing removed
+    # No room anywhere: one line, and nothing removed. 12 GB on the temporary folder's disk hold the venv or
+    # the downloads, not both; in memory, beside a disk with room for the downloads, 8 GB hold neither.
+    too_small_gb = 12 if roomy == "TMPDIR" else 8
+    env["STAND_IN_ROOMY_KB"] = str(too_small_gb * 2**20)
     (venv / "bin" / "python").rename(venv / "python-aside")
     result, calls = run_sh(sandbox, "setup", env=env)
     assert result.returncode == 2 and calls == []
     [line] = result.stderr.strip().splitlines()
-    rooms = {name: "12" if name == roomy else "6" for name in ("TMPDIR", "XLAPROF_SETUP_SHM")}
-    assert line == (f"[run.sh] the install needs about 13 GB free; {sandbox} 6 GB, {env['TMPDIR']} {rooms['TMPDIR']} GB, "
+    rooms = {name: too_small_gb if name == roomy else disk_gb for name in ("TMPDIR", "XLAPROF_SETUP_SHM")}
+    assert line == ("[run.sh] the install needs about 9 GB free for the venv and 5 for pip's downloads; "
+                    f"{sandbox} {disk_gb} GB, {env['TMPDIR']} {rooms['TMPDIR']} GB, "
                     f"{env['XLAPROF_SETUP_SHM']} {rooms['XLAPROF_SETUP_SHM']} GB: free some space and run again")
     assert (venv / "python-aside").exists()
 
@@ -196,6 +209,6 @@ def test_memory_is_offered_only_what_it_can_spare_for_the_work(sandbox, small_di
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs cc, else run.sh installs it with apt")
 def test_with_torch_and_torch_xla_at_their_pins_an_install_needs_no_room_for_them(sandbox):
     need_gb = str(shutil.disk_usage(sandbox).free // 2**30 + 1000)  # more than this disk has
-    result, calls = run_sh(sandbox, "setup", env={"XLAPROF_SETUP_NEED_FREE_GB": need_gb, "STAND_IN_HAS_TORCH": "1"})
+    result, calls = run_sh(sandbox, "setup", env={"XLAPROF_SETUP_VENV_GB": need_gb, "STAND_IN_HAS_TORCH": "1"})
     assert result.returncode == 0, result.stderr  # an update of xlaprof itself: a few MB
     assert installs(calls) == [".[all]"]
