@@ -73,14 +73,15 @@ def stop_worker(worker: subprocess.Popen) -> None:
 def capture_demo(*, logdir: str, duration_s: float, port: int = 0) -> str:
     """Start the demo worker, capture it as ``xlaprof capture`` would, stop it; the session path."""
     port = port or free_port()
-    debug_file = os.path.join(tempfile.mkdtemp(prefix="xlaprof-demo-"), "pt_xla_debug.txt")
-    _say(f"starting a training loop on the CPU XLA device, profiler port {port} "
-         f"(importing torch_xla takes a while)...")
-    worker = start_worker(port, debug_file)
-    try:
-        wait_ready(worker)
-        _say(f"worker ready; capturing {duration_s:g} s, as `xlaprof capture --port {port}` would")
-        return capture_session([WorkerAddress("localhost", port)], duration_s=duration_s, logdir=logdir,
-                               name="demo").path
-    finally:
-        stop_worker(worker)
+    # The capture keeps a copy of torch_xla's debug file in the session: the original goes with the worker.
+    with tempfile.TemporaryDirectory(prefix="xlaprof-demo-") as debug_dir:
+        _say(f"starting a training loop on the CPU XLA device, profiler port {port} "
+             f"(importing torch_xla takes a while)...")
+        worker = start_worker(port, os.path.join(debug_dir, "pt_xla_debug.txt"))
+        try:
+            wait_ready(worker)
+            _say(f"worker ready; capturing {duration_s:g} s, as `xlaprof capture --port {port}` would")
+            return capture_session([WorkerAddress("localhost", port)], duration_s=duration_s, logdir=logdir,
+                                   name="demo").path
+        finally:
+            stop_worker(worker)

@@ -13,15 +13,19 @@ import pytest
 
 from collectors.server import free_port
 from tests.support.workers import REPO
+from xlaprof.session.layout import DEBUG_FILE_SUFFIX
 
 pytestmark = pytest.mark.torch_xla
 
 
 def test_demo_reports_the_culprits_and_serves_the_dashboard(tmp_path):
     port = free_port()
+    scratch = tmp_path / "tmp"  # the demo's temporary folder
+    scratch.mkdir()
     demo = subprocess.Popen([sys.executable, "-m", "xlaprof", "demo", "--duration", "4", "--logdir",
                              str(tmp_path / "logs"), "--dashboard-port", str(port)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(scratch)})
     lines: list[str] = []
     try:
         deadline = time.monotonic() + 400
@@ -36,6 +40,9 @@ def test_demo_reports_the_culprits_and_serves_the_dashboard(tmp_path):
         assert f"http://127.0.0.1:{port}/" in report, report + demo.stderr.read() if demo.poll() is not None else report
         session = next(line.split("session: ", 1)[1].strip() for line in lines if line.startswith("session: "))
         assert os.path.isfile(os.path.join(session, "xlaprof.json"))
+        # torch_xla's debug file (compile causes) is kept in the session; the worker's own went with it
+        assert any(name.endswith(DEBUG_FILE_SUFFIX) for _, _, names in os.walk(session) for name in names)
+        assert not [path.name for path in scratch.iterdir() if path.name.startswith("xlaprof-demo-")]
         assert "[recompilation]" in report and "train_step" in report and "log_loss" in report
         assert _answers(f"http://127.0.0.1:{port}/")
     finally:
